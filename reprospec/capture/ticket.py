@@ -1020,7 +1020,9 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         machine=machine,
         command=command,
         presets=presets,
-        native_frames=_native_frames(clean),
+        # lldb's frames from its crash's stop: a breakpoint's or an attach's stop before
+        # it (`b measure`, `run`, `c`) shows a frame #0 of its own, which was read.
+        native_frames=_native_frames(clean[lldb[2] :] if lldb is not None else clean),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
@@ -1878,10 +1880,11 @@ def _lldb_frame(rest: str) -> str:
     return f"{function}@{where}" if where else function
 
 
-def _lldb_signal(text: str) -> tuple[str, str] | None:
+def _lldb_signal(text: str) -> tuple[str, str, int] | None:
     """The crash signal lldb's first stop of a crash says (`stop reason = signal SIGSEGV`,
-    macOS's `EXC_BAD_ACCESS` as SIGSEGV) and its words for the evidence; None where it
-    shows none: gdb's were read, lldb's left `no failure found`."""
+    macOS's `EXC_BAD_ACCESS` as SIGSEGV), its words for the evidence, and where in `text`
+    that stop is (its frames follow it); None where it shows none: gdb's were read, lldb's
+    left `no failure found`."""
     for stop in _LLDB_STOP.finditer(text):
         if stop["signal"] is not None:
             signal = canonical_signal(stop["signal"])
@@ -1893,7 +1896,7 @@ def _lldb_signal(text: str) -> tuple[str, str] | None:
             if signal is not None and detail is None:
                 said += f" ({signal} on Linux)"
         if signal in CRASH_SIGNALS:
-            return signal, said
+            return signal, said, stop.start()
     return None
 
 

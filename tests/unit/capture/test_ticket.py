@@ -2866,6 +2866,54 @@ def test_an_lldb_backtrace_gives_the_signal_the_command_and_every_frame() -> Non
         assert read_ticket(pasted).command == program
 
 
+# A real lldb 14 session that stopped at a breakpoint before it crashed: the breakpoint's
+# stop shows a frame #0 of its own, then `c` runs on to the crash.
+LLDB_BREAKPOINT = """\
+```
+$ lldb --batch -o 'b measure' -o run -o c -k bt -- ./crash --count 4
+(lldb) target create "./crash"
+Current executable set to '/tmp/A/lldb/crash' (x86_64).
+(lldb) settings set -- target.run-args  "--count" "4"
+(lldb) b measure
+Breakpoint 1: where = libfoo.so`measure + 12 at foo.c:2:42, address = 0x0000000000001115
+(lldb) run
+Process 19297 stopped
+* thread #1, name = 'crash', stop reason = breakpoint 1.1
+    frame #0: 0x00007ffff7fbc115 libfoo.so`measure(s=0x0000000000000000) at foo.c:2:42
+   1   \t#include <string.h>
+-> 2   \tint measure(const char *s) { return (int)strlen(s); }
+    \t                                         ^
+Process 19297 launched: '/tmp/A/lldb/crash' (x86_64)
+(lldb) c
+Process 19297 resuming
+Process 19297 stopped
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+    frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+(lldb) bt
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+  * frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+    frame #1: 0x00007ffff7fbc121 libfoo.so`measure(s=0x0000000000000000) at foo.c:2:42
+    frame #2: 0x0000555555555168 crash`main(argc=3, argv=0x00007fffffffe7f8) at crash.c:4:49
+    frame #3: 0x0000555555555081 crash`_start + 33
+```
+"""
+
+
+def test_lldb_frames_are_the_crash_stops_not_an_earlier_stops() -> None:
+    # The breakpoint's one-frame stop was read as the backtrace: `measure@foo.c` alone.
+    crash = ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@crash.c", "_start@crash")
+    read = read_ticket(LLDB_BREAKPOINT)
+    assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash)
+    # An attach's stop (`signal SIGSTOP`), then `c` to the crash: the same.
+    attached = LLDB_BREAKPOINT.replace("breakpoint 1.1", "signal SIGSTOP").replace(
+        "libfoo.so`measure(s=0x0000000000000000) at foo.c:2:42\n   1",
+        "libc.so.6`__futex_wait + 24\n   1",
+    )
+    assert "__futex_wait" in attached
+    read = read_ticket(attached)
+    assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash)
+
+
 def test_an_lldb_mach_exception_is_read_as_its_linux_signal() -> None:
     # macOS's lldb says a Mach exception, not a signal: the fault's signal on Linux.
     mac = """\
