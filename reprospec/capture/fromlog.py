@@ -54,9 +54,10 @@ from reprospec.core.redact import (
 )
 from reprospec.core.requirements import normalize
 from reprospec.core.units import format_duration, parse_duration
-from reprospec.core.words import noun, plural
+from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
+from reprospec.spec.todo import senders_paths_item
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -243,12 +244,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if ticket.sender_paths:
         # A core's command line (or a prompt's) by the sender's absolute paths, which no
         # one else has and the capture's folder does not hold either.
-        todo.append(
-            f"command: it names the sender's {noun(len(ticket.sender_paths), 'path')} "
-            + ", ".join(ticket.sender_paths)
-            + ", on no other machine: name them by a path the reader has (relative to the"
-            " workdir)"
-        )
+        todo.append(senders_paths_item(ticket.sender_paths))
     todo.append("environment.workdir: where the command runs, relative to this spec")
     todo.append(
         "files: the program's data and the modules it imports (the log cannot carry them): "

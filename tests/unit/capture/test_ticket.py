@@ -2665,8 +2665,8 @@ def test_the_senders_absolute_paths_are_made_relative_where_the_folder_has_them(
     assert read.sender_paths == ("/home/a/p/src/t.py", "/home/a/p/c.yaml")
     (todo,) = [item for item in skeleton(read, "t.md").todo if item.startswith("command:")]
     assert todo.startswith(
-        "command: it names the sender's paths /home/a/p/src/t.py, "
-        "/home/a/p/c.yaml, on no other machine"
+        "command: it names the sender's paths `/home/a/p/src/t.py`, "
+        "`/home/a/p/c.yaml`, on no other machine"
     )
     # A Windows prompt's, its backslashes read as slashes; its interpreter is no file.
     windows = (
@@ -2746,7 +2746,7 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     assert hydra.command == "DATA=data python train.py data.root=data +x=/h/a/z"
     assert hydra.sender_paths == ("/h/a/z",)
     (todo,) = [item for item in skeleton(hydra, "t.md").todo if item.startswith("command:")]
-    assert "name them by a path the reader has" in todo
+    assert "name it by a path the reader has" in todo
 
 
 def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:

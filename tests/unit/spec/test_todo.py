@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.writer import Draft, render_spec
-from reprospec.spec.todo import todo_block, unfilled, without_filled_todo
+from reprospec.spec.todo import senders_paths_item, todo_block, unfilled, without_filled_todo
 from reprospec.spec.validate import validate
 
 TODO = (
@@ -121,3 +121,40 @@ def test_what_is_left_to_fill_in_is_read_from_one_parse_of_the_spec(
     assert len(parsed) == 1
     # A text that does not read sets none of the block's keys, as before.
     assert unfilled(block, text + "\n: [") == block.keys
+
+
+def test_a_command_that_names_the_senders_paths_is_unfilled_until_it_names_none(
+    tmp_path: Path,
+) -> None:
+    # The command is set from the log and no `# TODO` is beside it: its item was never
+    # named, and a skeleton with every other key filled was said to be done.
+    from reprospec.capture.fromlog import skeleton
+    from reprospec.capture.ticket import read_ticket
+
+    log = "$ python /home/alice/proj/other.py\nTraceback (most recent call last):\nOSError\n"
+    text = render_spec(skeleton(read_ticket(log, workdir=tmp_path), "issue.md"))
+    block = todo_block(text)
+    assert block is not None
+    assert "command" in unfilled(block, text)
+    filled = text + (
+        "environment:\n  workdir: .\n  python: '3.11'\n  packages: [numpy==2.0.0]\nfiles: []\n"
+    )
+    assert unfilled(block, filled) == ("command",)
+    assert without_filled_todo(filled, filled) == filled
+    done = filled.replace("python /home/alice/proj/other.py", "python other.py")
+    assert unfilled(block, done) == ()
+    # Wrapped over the block's lines, a path is read whole; quoted, it is still there.
+    paths = render_spec(
+        Draft(
+            name="n",
+            command="python /home/a/" + "p" * 60 + "/t.py --c /home/a/c.yaml",
+            todo=(senders_paths_item(("/home/a/" + "p" * 60 + "/t.py", "/home/a/c.yaml")),),
+        )
+    )
+    block = todo_block(paths)
+    assert block is not None
+    assert unfilled(block, paths) == ("command",)
+    assert unfilled(block, paths.replace("--c /home/a/c.yaml", "--c '/home/a/c.yaml'")) == (
+        "command",
+    )
+    assert unfilled(block, paths.replace("/home/a/" + "p" * 60 + "/t.py", "t.py")) == ("command",)
