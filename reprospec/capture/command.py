@@ -1423,7 +1423,11 @@ def _title(
 
 # A process's id as the engine's words name one: `worker 1 (pid 42)`, `a DataLoader worker
 # pid 4242`, `child pid 4242 (./test_ops)`.
-_PID = re.compile(r" \(pid \d+\)|\b(?:(child) )?pid \d+ ?")
+_PID = re.compile(
+    r" \(pid \d+\)|(?P<lead>\s?)\b(?:(?P<child>child) )?pid \d+(?P<s>'s)?(?P<space> ?)"
+)
+# The nouns a pid may follow, which name the process without it (`the DataLoader worker`).
+_PID_NOUNS = frozenset({"worker", "process", "child"})
 
 
 def without_pids(detail: str) -> str:
@@ -1432,14 +1436,17 @@ def without_pids(detail: str) -> str:
     runs showed that pid of one past process above its own failure's."""
 
     def said(match: re.Match[str]) -> str:
-        if match.group(1):
-            return "a child process "
-        before = match.string[: match.start()].rstrip()
-        if match.group(0).startswith(" (") or (before and before[-1].isalnum()):
-            return ""  # `worker 1 (pid 42)`, `the DataLoader worker pid 42`: the noun stays
+        if match.group(0).startswith(" ("):
+            return ""  # `worker 1 (pid 42)`
+        # What followed the pid stays joined as it was: `pid 4200's threads`, `(pid 42:`.
+        after = (match["s"] or "") + match["space"]
+        before = re.search(r"(\w+)$", match.string[: match.start()].rstrip())
+        if not match["child"] and before and before.group(1).lower() in _PID_NOUNS:
+            return after  # `the DataLoader worker pid 42`: the noun stays
         # A pid that is the clause's subject (`; pid 42 (python x.py), the first process
-        # of the pipeline`): without it the clause read `; (python x.py), the first ...`.
-        return "a process "
+        # of the pipeline`, `killed by pid 42, then`): without it the clause read `; (python
+        # x.py), the first ...`.
+        return f"{match['lead']}{'a child process' if match['child'] else 'a process'}{after}"
 
     return _PID.sub(said, detail)
 

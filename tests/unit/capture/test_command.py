@@ -258,6 +258,17 @@ def test_a_descriptions_process_ids_are_left_out_and_the_sentence_still_reads() 
         "as a shell reports it; a process (python x.py), the first process"
     )
     assert without_pids("pid 42 was in x.py:3") == "a process was in x.py:3"
+    # What follows the pid stays joined: classify's `child pid 4200's threads were in` read
+    # `a child process 's threads`, and `(pid 4242: python pool.py)` `(a process : ...)`.
+    assert without_pids("child pid 4200's threads were in x.py") == (
+        "a child process's threads were in x.py"
+    )
+    assert without_pids("the DataLoader worker pid 42's threads") == (
+        "the DataLoader worker's threads"
+    )
+    assert without_pids("(pid 4242: python pool.py)") == "(a process: python pool.py)"
+    # A word before the pid is no noun that names the process unless it is one.
+    assert without_pids("killed by pid 42, then") == "killed by a process, then"
 
 
 def test_a_run_that_could_not_start_leaves_no_draft(
