@@ -1998,7 +1998,8 @@ _LLDB = re.compile(r"^lldb(?:-\d+)?$")
 _LLDB_WITH_ARGUMENT = frozenset(
     {"-o", "-O", "-k", "-K", "-s", "-S", "-a", "--one-line", "--one-line-before-file",
      "--one-line-on-crash", "--source", "--source-before-file", "--source-on-crash",
-     "--arch", "-f", "--file"}
+     "--arch", "-f", "--file", "-l", "--script-language", "-R", "--repl-language",
+     "--capture-path"}
 )  # fmt: skip
 _LLDB_NO_RUN = frozenset({"-c", "--core", "-p", "--attach-pid", "-n", "--attach-name"})
 
@@ -2017,8 +2018,9 @@ def _gdb_program(words: list[str]) -> list[str] | None:
 
 def _lldb_program(words: list[str]) -> list[str] | None:
     """The program and its arguments of lldb's words past its name: its positional words
-    (`./crash --count` ...), those after `--` too, or `--file`'s program; None for a core
-    or a process attached to."""
+    (`./crash a b`), those after `--` too, or `--file`'s program; None for a core or a
+    process attached to. Before `--` a dash word is lldb's own, after the program too (its
+    driver takes its options anywhere: `lldb ./crash -b -o run`)."""
     program: list[str] = []
     index = 0
     while index < len(words):
@@ -2032,7 +2034,7 @@ def _lldb_program(words: list[str]) -> list[str] | None:
         if word in _LLDB_WITH_ARGUMENT:
             index += 2
             continue
-        if word.startswith("-") and not program:
+        if word.startswith("-"):
             index += 1  # a flag of lldb's own (`-b`, `--batch`, `-x`)
             continue
         program.append(word)

@@ -2861,6 +2861,11 @@ def test_an_lldb_backtrace_gives_the_signal_the_command_and_every_frame() -> Non
         ("lldb ./crash -- --count 4", "./crash --count 4"),
         ("lldb-14 -b -o run -f ./crash -- --count 4", "./crash --count 4"),
         ("lldb -c core ./crash", None),
+        # lldb's options after the program are its own, not the program's.
+        ("lldb ./crash --batch -o run -k bt -- --count 4", "./crash --count 4"),
+        ("lldb ./crash -b -o run", "./crash"),
+        ("lldb -l python ./crash -- --count 4", "./crash --count 4"),
+        ("lldb --repl-language c ./crash a b", "./crash a b"),
     ):
         pasted = LLDB_RUN.replace("lldb --batch -o run -k bt -- ./crash --count 4", command)
         assert read_ticket(pasted).command == program
