@@ -1328,16 +1328,7 @@ def _header(
     ]
     if request.bound is not None:
         lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")
-    if request.tidied:
-        # The words it changed, not the whole command again (the spec's `command:` has it):
-        # a long one wrapped inside its backquotes over lines no one could copy.
-        written = ", ".join(
-            f"`{shell_line([typed])}` as `{shell_line([short])}`" for typed, short in request.tidied
-        )
-        lines.append(
-            f"Its command names {written}: the same files, by paths without `..`, which a "
-            "copy of the workdir holds without the folders they passed."
-        )
+    lines += tidied_lines(request.tidied)
     if request.python is not None:
         lines.append(
             f"It ran with --python {shell_line([request.python])}, whose packages it pins: "
@@ -1428,6 +1419,23 @@ _PID = re.compile(
 )
 # The nouns a pid may follow, which name the process without it (`the DataLoader worker`).
 _PID_NOUNS = frozenset({"worker", "process", "child"})
+
+
+def tidied_lines(tidied: tuple[tuple[str, str], ...]) -> list[str]:
+    """The header's lines on the words capture wrote without `..` (`tidied_paths`): each
+    (typed, written) pair once, on an indented line of its own, which render_spec leaves
+    unwrapped. Not the whole command again (the spec's `command:` has it); in the sentence,
+    a path with a space in it wrapped inside its quotes over lines no one could copy."""
+    if not tidied:
+        return []
+    return [
+        "Its command names these files by paths without `..` (the same files, which a copy"
+        " of the workdir holds without the folders they passed):",
+        *(
+            f"  {shell_line([typed])} -> {shell_line([short])}"
+            for typed, short in dict.fromkeys(tidied)
+        ),
+    ]
 
 
 def without_pids(detail: str) -> str:

@@ -606,7 +606,7 @@ def test_a_script_named_through_dot_dot_reproduces_in_the_copy(cli: Cli, tmp_pat
     text = (tmp_path / "spec.yaml").read_text()
     assert "\n#   reprospec capture -- python ./pt/../x.py\n" in text
     # The word it wrote otherwise, not the command again (a long one wrapped mid-quote).
-    assert "\n# Its command names `./pt/../x.py` as `./x.py`: the same files" in text
+    assert "\n#   ./pt/../x.py -> ./x.py\n" in text
 
 
 def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.capture.command import _shown, chosen_interpreter, tidied_paths, without_pids
+from reprospec.capture.command import (
+    _shown,
+    chosen_interpreter,
+    tidied_lines,
+    tidied_paths,
+    without_pids,
+)
 
 
 def test_the_spec_written_is_shown_as_typed_here_unless_far_away(
@@ -309,3 +315,20 @@ def test_a_command_whose_program_is_a_folder_is_refused_before_it_runs(
         command_request(["timeout", "5", "./sub", "x"])
     # Without a slash the shell looks the word up on PATH, not in the folder it runs in.
     assert command_request(["sub", "x"]).argv == ("sub", "x")
+
+
+def test_the_words_written_without_dot_dot_are_each_on_a_line_render_spec_leaves_whole() -> None:
+    # In the sentence, `'./pt/../data loader config.yaml'` wrapped at its space over two
+    # comment lines; a word typed twice was listed twice.
+    from reprospec.capture.writer import Draft, render_spec
+
+    long = "./pt/../data loader config.yaml"
+    pairs = (("./pt/../x.py", "./x.py"), (long, "./data loader config.yaml"))
+    lines = tidied_lines((*pairs, pairs[0]))
+    assert lines[1:] == [
+        "  ./pt/../x.py -> ./x.py",
+        "  './pt/../data loader config.yaml' -> './data loader config.yaml'",
+    ]
+    text = render_spec(Draft(name="n", command="python x.py", header=("x" * 70, *lines)))
+    assert "\n#   './pt/../data loader config.yaml' -> './data loader config.yaml'\n" in text
+    assert tidied_lines(()) == []
