@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reprospec.environment.packages import probe_installed
-from reprospec.environment.probe import probe_environment
+from reprospec.environment.probe import _too_old, probe_environment
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
@@ -170,6 +170,20 @@ def test_an_older_interpreter_that_prints_as_it_starts_is_said_so(tmp_path: Path
     with pytest.raises(InfraError) as raised:
         probe_environment(str(wrapper))
     assert "which needs Python 3.10 or later" in str(raised.value)
+
+
+def test_a_fake_older_interpreter_that_prints_as_it_starts_is_said_so(tmp_path: Path) -> None:
+    """The test above skips where no Python older than 3.10 is installed: a script that
+    prints as a wrapper does, then a version, checks the same reading everywhere."""
+    fake = tmp_path / "python3"
+    fake.write_text('#!/bin/sh\necho "activating 1.2.3"\necho 3.9.18\n')
+    fake.chmod(0o755)
+    died = subprocess.CompletedProcess(
+        [str(fake)], 1, "", "Traceback (most recent call last):\nImportError: cannot import x\n"
+    )
+    said = _too_old(str(fake), died)
+    assert said.startswith("it is Python 3.9.18, and the capture runs reprospec's harness")
+    assert "which needs Python 3.10 or later (ImportError: cannot import x)" in said
 
 
 def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says() -> None:
