@@ -329,7 +329,8 @@ def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
     """The ids of the nodes of every exception message that costs nothing: the arguments of
     a `raise` of a call (`raise AssertionError(f"lost updates: {n}")`, `raise
     Lost(n, total=t)`) and an `assert`'s message, each one kept whole where it calls only
-    builtins (`len`, `repr`) and methods of literals (`", ".join`, `"{}".format`), and every
+    builtins (`len`, `repr`; not where the file binds that name: a def, an import, an
+    assignment, a parameter) and methods of literals (`", ".join`, `"{}".format`), and every
     name it reads is a builtin or read outside the file's messages too (`n` where `if n:`
     reads it): keeping it keeps nothing else alive. `nodes`: the file's, `numbered`.
 
@@ -352,8 +353,11 @@ def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
         for n in nodes
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside
     }
-    bound = {n.name for n in nodes if isinstance(n, _DEFINITIONS)}
-    builtin = _BUILTINS - bound  # a `def format(...)` of the program's is its code
+    # A `def format(...)` of the program's is its code, and so is a name it imports or
+    # assigns (`from report import summary as repr`, `from numpy import max`): a message's
+    # `repr(xs)` calls the program's code, not the builtin (review).
+    bound = {name for n in nodes if id(n) not in inside for name in _bound_names(n)}
+    builtin = frozenset() if _STAR in bound else _BUILTINS - bound
     kept: set[int] = set()
     for message in messages:
         parts = list(ast.walk(message))
@@ -366,6 +370,25 @@ def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
 
 _BUILTINS = frozenset(dir(builtins))
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# What `from x import *` binds: any name, so no builtin can be told from the module's.
+_STAR = "*"
+
+
+def _bound_names(node: ast.AST) -> tuple[str, ...]:
+    """The names `node` binds in its scope: a def's or class's, an import's (`import a.b`
+    binds `a`, `as` its alias; `*` where it imports every name), a name stored (an
+    assignment's, a `for`'s, a `with`'s `as`), a parameter, an `except ... as`."""
+    if isinstance(node, _DEFINITIONS):
+        return (node.name,)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return tuple(a.asname or a.name.split(".", 1)[0] for a in node.names)
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return (node.id,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return (node.name,)
+    return ()
 
 
 def _costs_nothing(node: ast.AST, free: set[str], builtin: frozenset[str]) -> bool:

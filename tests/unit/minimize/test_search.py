@@ -27,6 +27,8 @@ from reprospec.minimize.source import (
     apply,
     changeable,
     deletable,
+    kept_messages,
+    numbered,
     reduce,
     unused_definitions,
     unused_imports,
@@ -979,6 +981,27 @@ def test_a_message_that_costs_code_is_reduced_as_any_code() -> None:
     assert deletable(text, 2) == []
     assert len(changeable(text, "simplify")) == 1  # `x = 1`'s 1
     assert deletable("x = 1\nraise E(f'{x}')\n", 1) != []  # `x` read by the message alone
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "from report import summary as repr\n",
+        "import repr\n",
+        "from numpy import *\n",
+        "repr = str\n",
+        "def repr(x):\n    return x\n",
+        "def f(repr):\n    return repr\n",
+        "try:\n    pass\nexcept E as repr:\n    pass\n",
+    ],
+)
+def test_a_message_calling_a_name_the_program_binds_calls_its_code(binding: str) -> None:
+    # Only a def or class counted as shadowing a builtin: with `from report import summary
+    # as repr`, a message's `repr(xs)` "called only builtins" and was kept, and with it the
+    # import and what it pulls in (review).
+    message = "xs = [1]\nassert xs, repr(xs)\n"
+    assert kept_messages(numbered(ast.parse(message)))
+    assert not kept_messages(numbered(ast.parse(binding + message)))
 
 
 def test_unused_definitions_are_the_undecorated_unnamed_top_level_ones() -> None:
