@@ -1994,7 +1994,8 @@ _GDBS = frozenset({"gdb", "cuda-gdb", "gdb-multiarch"})
 # lldb by its versioned names too (Debian's `lldb-14`).
 _LLDB = re.compile(r"^lldb(?:-\d+)?$")
 # lldb's options that take the next word: commands to run (`-o run`, `-k bt`), files of
-# them, the architecture. A core (`-c`) or a process to attach to (`-p`, `-n`) runs nothing.
+# them, the architecture, the script and REPL languages (`-l python`), the reproducer's
+# path. A core (`-c`) or a process to attach to (`-p`, `-n`) runs nothing.
 _LLDB_WITH_ARGUMENT = frozenset(
     {"-o", "-O", "-k", "-K", "-s", "-S", "-a", "--one-line", "--one-line-before-file",
      "--one-line-on-crash", "--source", "--source-before-file", "--source-on-crash",
