@@ -1942,7 +1942,18 @@ def _command(text: str) -> str | None:
         prompt = _PROMPT.match(line)
         if prompt and _shows_machine(prompt["command"]):
             continue  # `$ python -m torch.utils.collect_env`: the machine, not the failure
-        debugged_program = _gdb_program(_words(prompt["command"])) if prompt else None
+        prompt_words = _words(prompt["command"]) if prompt else []
+        debugged_program = _gdb_program(prompt_words)
+        if debugged_program is not None and _LLDB.match(prompt_words[0].rsplit("/", 1)[-1]):
+            # An lldb session's `(lldb) run --count 4` gave the program its arguments,
+            # which no line of lldb's names again (`Process N launched: '/path/crash'`).
+            end = failed_at if failed_at is not None and failed_at > index else len(lines)
+            session = [m["command"] for m in map(_LLDB_COMMAND.match, lines[index + 1 : end]) if m]
+            debugged_program = _lldb_launched(
+                debugged_program, [*_lldb_one_lines(prompt_words), *session]
+            )
+            if debugged_program is None:
+                continue  # a launch whose words were not read: the command is a TODO
         if debugged_program is not None:
             # `$ gdb -batch -ex run -ex bt --args ./tool --count 4`: gdb ran the program
             # after `--args`, as its `Starting program:` line (which `-batch` leaves out)
@@ -2041,6 +2052,65 @@ def _lldb_program(words: list[str]) -> list[str] | None:
         program.append(word)
         index += 1
     return program or None
+
+
+# A command of an lldb session as it echoes it: `(lldb) run --count 4`, and the driver's
+# own for its command line (`(lldb) settings set -- target.run-args  "--count" "4"`).
+_LLDB_COMMAND = re.compile(r"^\s*\(lldb\) +(?P<command>\S.*)$")
+_LLDB_ONE_LINE = frozenset({"-o", "--one-line", "-O", "--one-line-before-file"})
+# `process launch`'s switches that take no value (stop at entry, no stdio, a terminal).
+_LAUNCH_FLAGS = frozenset({"-s", "--stop-at-entry", "-n", "--no-stdio", "-t", "--tty"})
+
+
+def _lldb_one_lines(words: list[str]) -> list[str]:
+    """The commands an lldb command line runs by `-o`/`-O` (`lldb ./crash -o 'run --count
+    4'`), in order: a paste may show the prompt line without their echo."""
+    commands: list[str] = []
+    for at, word in enumerate(words[:-1]):
+        if word == "--":
+            break
+        if word in _LLDB_ONE_LINE:
+            commands.append(words[at + 1])
+    return commands
+
+
+def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
+    """`program` (an lldb command line's, `_lldb_program`) with the arguments its session's
+    last launch of `commands` (lldb's, in order) gave it: `run ARGS`' or `r ARGS`', `process
+    launch [OPTIONS] -- ARGS`', or where it gave none `target.run-args`' as `settings set`
+    (the driver's own for `-- ARGS`) or `settings append` left them; `program` as it is
+    where no launch is shown. None where the launch's words cannot be read (`process
+    launch` with options and no `--`): its arguments are unknown."""
+    run_args: list[str] | None = None
+    launched: list[str] | None = None
+    unread = False
+    for command in commands:
+        words = _words(command)
+        if words[:2] == ["process", "launch"]:
+            rest = words[2:]
+            if "--" in rest:
+                launched, unread = rest[rest.index("--") + 1 :], False
+            else:
+                # Options and no `--`: which words are the program's is not known.
+                launched = [word for word in rest if word not in _LAUNCH_FLAGS]
+                unread = any(word.startswith("-") for word in launched)
+        elif words[:1] in (["r"], ["run"]):
+            launched, unread = words[1:], False
+        elif words[:1] == ["settings"] and "target.run-args" in words:
+            values = words[words.index("target.run-args") + 1 :]
+            if words[1:2] == ["set"]:
+                run_args = values
+            elif words[1:2] == ["append"]:
+                run_args = [*(program[1:] if run_args is None else run_args), *values]
+            elif words[1:2] == ["clear"]:
+                run_args = []
+    if unread:
+        return None
+    if launched is None:
+        return program
+    if launched:
+        return [program[0], *launched]
+    return [program[0], *run_args] if run_args is not None else program
 
 
 class _GhaStep(NamedTuple):

@@ -2868,7 +2868,40 @@ def test_an_lldb_backtrace_gives_the_signal_the_command_and_every_frame() -> Non
         ("lldb --repl-language c ./crash a b", "./crash a b"),
     ):
         pasted = LLDB_RUN.replace("lldb --batch -o run -k bt -- ./crash --count 4", command)
+        # The prompt line's own reading: without the run-args the driver echoed for it.
+        pasted = pasted.replace('(lldb) settings set -- target.run-args  "--count" "4"\n', "")
         assert read_ticket(pasted).command == program
+
+
+def test_an_lldb_sessions_run_line_gives_the_programs_arguments() -> None:
+    # `$ lldb ./crash`, then `(lldb) run --count 4`: lldb's `Process N launched:` line
+    # names no arguments, and the command was `./crash` alone, which does not crash.
+    session = """\
+```
+$ lldb ./crash
+(lldb) target create "./crash"
+Current executable set to '/tmp/A/lldb/crash' (x86_64).
+(lldb) run --count 4
+Process 21888 stopped
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+    frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+Process 21888 launched: '/tmp/A/lldb/crash' (x86_64)
+```
+"""
+    assert read_ticket(session).command == "./crash --count 4"
+    for launch, command in (
+        ("process launch -- --count 4", "./crash --count 4"),
+        ("process launch -s -- --count 4", "./crash --count 4"),
+        ("settings set -- target.run-args --count 4\n(lldb) r", "./crash --count 4"),
+        # Its options and no `--`: which words are the program's is unknown, a TODO.
+        ("process launch -w /tmp --count 4", None),
+    ):
+        assert read_ticket(session.replace("run --count 4", launch)).command == command
+    # A launch `-o` runs, where the paste shows the prompt line without its echo.
+    by_option = session.replace("$ lldb ./crash", "$ lldb ./crash -o 'run --count 5'")
+    assert read_ticket(by_option.replace("(lldb) run --count 4\n", "")).command == (
+        "./crash --count 5"
+    )
 
 
 # A real lldb 14 session that stopped at a breakpoint before it crashed: the breakpoint's
