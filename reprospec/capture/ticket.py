@@ -112,11 +112,23 @@ _WORKER_REPORT_SIGNALS = {
     "bus error": "SIGBUS",
     "floating-point exception": "SIGFPE",
 }
-# Where a pasted failure begins: the prompt line nearest before it ran it.
+# The Mach exceptions of a crash, as the signal the same fault raises on Linux, where the
+# spec runs (as faulthandler's Windows exceptions are read): EXC_BREAKPOINT is a trap
+# instruction's on arm64 (`brk`: `__builtin_trap`, Swift's and Rust's traps), SIGTRAP on
+# Linux aarch64. EXC_CRASH names its signal in its detail (`EXC_CRASH (SIGABRT)`); one that
+# names none (`EXC_CRASH (code=0, subcode=0x0)`) says no signal to expect.
+_LLDB_EXCEPTIONS = {
+    "EXC_BAD_ACCESS": "SIGSEGV",
+    "EXC_BAD_INSTRUCTION": "SIGILL",
+    "EXC_ARITHMETIC": "SIGFPE",
+    "EXC_BREAKPOINT": "SIGTRAP",
+}
+# Where a pasted failure begins: the prompt line nearest before it ran it (lldb's stop of
+# a Mach exception only where it is read as a signal).
 _FAILURE_START = re.compile(
     r"Traceback \(most recent call last\)|Fatal Python error|ERROR: Unexpected \w"
-    r"|received signal SIG|stop reason = (?:signal SIG|EXC_)|Segmentation fault|Bus error"
-    r"|Timeout \(\d"
+    rf"|received signal SIG|stop reason = (?:signal SIG|(?:{'|'.join(_LLDB_EXCEPTIONS)})\b"
+    r"|EXC_CRASH \([^)\n]*\bSIG)|Segmentation fault|Bus error|Timeout \(\d"
 )
 # A command run to show the machine: `python -m torch.utils.collect_env`, `pip list`,
 # `python -c "import torch; print(torch.__version__)"`, `transformers-cli env`.
@@ -315,14 +327,6 @@ _LLDB_STOP = re.compile(
     r"\bstop reason = (?:signal (?P<signal>SIG[A-Z0-9]+)"
     r"|(?P<exception>EXC_[A-Z_]+)(?: \((?P<detail>[^)\n]*)\))?)"
 )
-# The Mach exceptions of a crash, as the signal the same fault raises on Linux, where the
-# spec runs (as faulthandler's Windows exceptions are read): EXC_CRASH names its signal in
-# its detail (`EXC_CRASH (SIGABRT)`).
-_LLDB_EXCEPTIONS = {
-    "EXC_BAD_ACCESS": "SIGSEGV",
-    "EXC_BAD_INSTRUCTION": "SIGILL",
-    "EXC_ARITHMETIC": "SIGFPE",
-}
 # lldb's frame: `  * frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at
 # strlen-evex.S:79`, `frame #5: 0x0000555555555081 crash`_start + 33`, an inlined one
 # `_ctypes.so`string_at [inlined] string_at(size=-1, ptr=0x0) at _ctypes.c:5564:47`, one of
@@ -1886,13 +1890,12 @@ def _lldb_signal(text: str) -> tuple[str, str, int] | None:
     that stop is (its frames follow it); None where it shows none: gdb's were read, lldb's
     left `no failure found`."""
     for stop in _LLDB_STOP.finditer(text):
+        said = stop.group(0).removeprefix("stop reason = ")
         if stop["signal"] is not None:
             signal = canonical_signal(stop["signal"])
-            said = stop.group(0).removeprefix("stop reason = ")
         else:
             detail = re.search(r"\bSIG[A-Z0-9]+\b", stop["detail"] or "")
             signal = detail.group(0) if detail else _LLDB_EXCEPTIONS.get(stop["exception"])
-            said = stop.group(0).removeprefix("stop reason = ")
             if signal is not None and detail is None:
                 said += f" ({signal} on Linux)"
         if signal in CRASH_SIGNALS:

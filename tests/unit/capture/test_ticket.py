@@ -2967,6 +2967,27 @@ def test_an_lldb_mach_exception_is_read_as_its_linux_signal() -> None:
     # A breakpoint's stop is no crash.
     stopped = mac.replace("EXC_BAD_ACCESS (code=1, address=0x0)", "breakpoint 1.1")
     assert read_ticket(stopped).failure.signal is None
+    # A trap instruction's (`brk` on arm64: `__builtin_trap`, Swift's and Rust's traps) was
+    # `no failure found`: SIGTRAP, as on Linux aarch64.
+    trapped = read_ticket(mac.replace("EXC_BAD_ACCESS (code=1, address=0x0)", TRAP))
+    assert (trapped.failure.outcome, trapped.failure.signal) == ("crash", "SIGTRAP")
+    assert trapped.evidence == (f"lldb: {TRAP} (SIGTRAP on Linux)",)
+    # An EXC_CRASH that names no signal is none, nor where the failure begins: the prompt
+    # before the traceback after it ran the program, not the one before it.
+    unnamed = """\
+$ python prep.py
+* thread #1, queue = 'com.apple.main-thread', stop reason = EXC_CRASH (code=0, subcode=0x0)
+$ python train.py
+Traceback (most recent call last):
+  File "train.py", line 3, in <module>
+ValueError: bad
+"""
+    read = read_ticket(unnamed)
+    assert (read.failure.signal, read.failure.exception) == (None, "ValueError")
+    assert read.command == "python train.py"
+
+
+TRAP = "EXC_BREAKPOINT (code=1, subcode=0x100003f70)"
 
 
 # A real `python -m pytest -x tests/test_ops.py` whose second test died of SIGSEGV
