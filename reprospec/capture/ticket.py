@@ -1824,12 +1824,14 @@ def _native_frames(text: str) -> tuple[str, ...]:
     `frame #N: 0x... module`function(...) at file:line`: `function@file`."""
     frames: list[str] = []
     for line in text.split("\n"):
-        match = _GDB_FRAME.match(line.strip()) or _LLDB_FRAME.match(line.strip())
-        if match is None:
+        if (match := _GDB_FRAME.match(line.strip())) is not None:
+            frame = _native_frame(match)
+        elif (match := _LLDB_FRAME.match(line.strip())) is not None:
+            frame = _lldb_frame(match["rest"] or "")
+        else:
             if frames and line.strip().startswith("Thread "):
                 break
             continue
-        frame = _native_frame(match)
         if match["n"] == "0" and frames:
             # lldb, as gdb, shows the frame it stopped in (`Process 23584 stopped`, its
             # thread, `frame #0: ...`) before `bt` prints it again.
@@ -1845,9 +1847,7 @@ def _native_frames(text: str) -> tuple[str, ...]:
 
 
 def _native_frame(match: re.Match[str]) -> str:
-    """A gdb or lldb frame line's `function@file`."""
-    if "rest" in match.re.groupindex:
-        return _lldb_frame(match["rest"] or "")
+    """A gdb frame line's (`_GDB_FRAME`'s) `function@file`."""
     where = (match["where"] or "").rsplit("/", 1)[-1].split(":", 1)[0]
     function = _without_arguments(match["function"].strip())
     return f"{function}@{where}" if where else function
