@@ -2129,8 +2129,9 @@ class _GhaStep(NamedTuple):
 
 
 def _gha_run_headers(lines: list[str]) -> Iterator[_GhaStep]:
-    """Every `Run` header of `lines`, read once for the steps' commands (`_gha_steps`)
-    and for the env of the one that failed (`_gha_step_env`)."""
+    """Every `Run` header of `lines`: the one reader of a header, for the steps' commands
+    (`_gha_steps`, of the log up to the failed step) and for the env of the one that failed
+    (`_gha_step_env`, of the whole log), each of which reads `lines` again."""
     for index, line in enumerate(lines):
         header = _GHA_RUN.match(line.strip())
         if header is None:
