@@ -245,7 +245,9 @@ def _main(argv: Sequence[str] | None) -> int:
     verb = words[0] if words and words[0] in COMMANDS else None
     if verb is None and words and not words[0].startswith("-"):
         # A mistyped verb: say which one was meant, before argparse lists all twenty.
-        near = suggest(words[0], COMMANDS) or _SYNONYMS.get(words[0].lower(), ())
+        # The table first: it says what was meant, where the nearest spelling of `list` is
+        # `bisect` and of `runs` is `run`.
+        near = list(_SYNONYMS.get(words[0].lower(), ())) or suggest(words[0], COMMANDS)
         hint = f"; did you mean {' or '.join(repr(v) for v in near)}?" if near else ""
         print(f"reprospec: error: unknown command {words[0]!r}{hint}", file=sys.stderr)
         print("reprospec: the commands are listed by `reprospec --help`", file=sys.stderr)

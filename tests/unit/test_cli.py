@@ -131,12 +131,20 @@ def test_isolate_s_help_says_a_probe_is_a_stored_run_not_each_attempt(
 
 @pytest.mark.parametrize(
     ("typed", "meant"),
-    [("show", "'report'"), ("log", "'history'"), ("resume", "'run --resume'")],
+    [
+        ("show", "'report'"),
+        ("log", "'history'"),
+        ("resume", "'run --resume'"),
+        # Spelled near another verb (`bisect`, `run`), which the hint named instead.
+        ("list", "'history'"),
+        ("runs", "'history'"),
+    ],
 )
 def test_another_tools_name_for_a_verb_gets_the_verb(
     typed: str, meant: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`reprospec show latest` said "unknown command 'show'" alone: spelled nothing like
-    `report`, the nearest-spelling hint had nothing to offer."""
+    `report`, the nearest-spelling hint had nothing to offer. And `list` got `bisect`, the
+    nearest spelling, asked before the table of what other tools' names mean here."""
     assert main([typed, "latest"]) == 2
     assert f"unknown command {typed!r}; did you mean {meant}?" in capsys.readouterr().err
