@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec import __version__
+from reprospec.core.formats import SEARCH_VERBS
 from reprospec.core.logtext import printable
 from reprospec.errors import (
     EXIT_CLOSED_PIPE,
@@ -164,8 +165,6 @@ def _dispatch(args: argparse.Namespace) -> int:
 _SHORT_VERBS = ("validate", "plan", "schema")
 # Verbs that run attempts (pipeline/stages.execute, which releases the collector).
 _ENGINE_VERBS = ("run", "isolate", "minimize", "amplify", "bisect", "capture")
-# The searches that keep every probe as it ends: the same command resumes them (cli.md).
-_RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
 
 # Verbs other tools have, named by what they do here: spelled nothing like the verb, they
@@ -307,7 +306,7 @@ def _interrupted(verb: str | None, exc: BaseException | None = None) -> int:
         print(interrupted_before_run(exc.resume_id, exc.out), file=sys.stderr)
         return EXIT_INTERRUPTED
     # A search stopped before it could say so itself: its stored probes still resume.
-    again = "; run the same command again to resume" if verb in _RESUMABLE else ""
+    again = "; run the same command again to resume" if verb in SEARCH_VERBS else ""
     if verb == "capture":
         again = "; the spec is still the first draft: capture again with --force"
     print(f"reprospec: interrupted{again}", file=sys.stderr)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.caller import made
+from reprospec.core.formats import SEARCH_VERBS
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.lazyre import Lazy
@@ -226,8 +227,8 @@ class Shard:
 
 # The purposes of the runs a search makes, one per probe (isolate, minimize, amplify and
 # bisect run tens to thousands): `history` and `latest` leave them out unless asked, so the
-# runs a person started are not lost among them.
-SEARCH_PURPOSES = ("isolate", "minimize", "amplify", "bisect")
+# runs a person started are not lost among them. Each is its search's verb.
+SEARCH_PURPOSES = SEARCH_VERBS
 
 
 @frozen

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from reprospec.core.atomicfile import write_atomic
-from reprospec.core.formats import BUNDLE_SUFFIXES
+from reprospec.core.formats import BUNDLE_SUFFIXES, SEARCH_VERBS
 from reprospec.core.inputs import WHERES, Cell, Expectation, ExpectedOutcome
 from reprospec.core.jsontypes import (
     JsonObject,
@@ -607,18 +607,15 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
 
 
-# The searches whose folders (`OUT/isolate/ID/`, a minimization's DIR, ...) hold an answer
-# (VERB.json and VERB.md) rather than a run.
-_SEARCHES = ("isolate", "amplify", "minimize", "bisect")
-
-
 def _refuse_a_search_answer(path: Path) -> None:
     """`report`, `compare` or `bundle` of `.reprospec/isolate/ID` (or its isolate.md) said
     "is not a run folder: it has no results.json, nor anything a run writes", which left
     the user looking for the run: a search's folder holds its answer, which its VERB.md is
     and its command prints again."""
     folder = path if path.is_dir() else path.parent
-    for verb in _SEARCHES:
+    # A search's folder (`OUT/isolate/ID/`, a minimization's DIR, ...) holds its answer
+    # (VERB.json and VERB.md) rather than a run.
+    for verb in SEARCH_VERBS:
         if (folder / f"{verb}.json").is_file() and (path.is_dir() or path.stem == verb):
             what = f"{'an' if verb[0] in 'aei' else 'a'} {verb}"
             said = (
