@@ -623,10 +623,15 @@ def _refuse_a_search_answer(path: Path) -> None:
                 if path.is_dir()
                 else f"the answer of {what}, not a run"
             )
+            # minimize.md names no run; isolate.md, amplify.md and bisect.md list theirs.
+            probes = (
+                "; `reprospec history --searches` lists its probe runs"
+                if verb == "minimize"
+                else f", such as one of the probe runs {verb}.md lists"
+            )
             raise UsageError(
                 f"{path} is {said}, which the same `reprospec {verb}` command prints again; "
-                "a run is named by its folder, its id or `latest`, such as one of the probe "
-                f"runs {verb}.md lists"
+                f"a run is named by its folder, its id or `latest`{probes}"
             )
 
 

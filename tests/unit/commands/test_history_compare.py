@@ -359,3 +359,27 @@ def test_compare_and_bundle_of_a_search_folder_name_its_answer(
     assert f"reprospec: {folder} is an amplify folder, not a run: its answer is " in err
     assert "the same `reprospec amplify` command prints again" in err
     assert "nor anything a run writes" not in err
+
+
+@pytest.mark.parametrize(
+    ("verb", "probes"),
+    [
+        ("isolate", ", such as one of the probe runs isolate.md lists"),
+        ("amplify", ", such as one of the probe runs amplify.md lists"),
+        ("bisect", ", such as one of the probe runs bisect.md lists"),
+        ("minimize", "; `reprospec history --searches` lists its probe runs"),
+    ],
+)
+def test_a_search_folders_refusal_says_where_its_probe_runs_are(
+    tmp_path: Path, verb: str, probes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal sent the user to "one of the probe runs minimize.md lists", but
+    minimize.md lists no run: `history --searches` does."""
+    from reprospec.cli import main
+
+    folder = tmp_path / verb / "s-0123456789"
+    folder.mkdir(parents=True)
+    (folder / f"{verb}.json").write_text("{}")
+    assert main(["report", str(folder), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith(f"its id or `latest`{probes}")
