@@ -389,7 +389,7 @@ def _undecided(arm: ArmResult) -> str:
 
 def _cell_filters(found: AmplifyReport) -> str:
     """` -m AXIS=VALUE` for each axis of the cell amplified: the cell a command given it
-    takes as its failing side. None for a spec of one cell (a matrix of one value each
+    takes as its failing side. Nothing for a spec of one cell (a matrix of one value each
     too), which has no other to choose: `minimize cap.yaml -m workers=2 -m batch_size=8`
     named what a bare command takes."""
     if found.cells == 1:
