@@ -63,10 +63,17 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import check_out_to_go_on, continuing, held_state, search_id
-from reprospec.minimize.hangplace import LOOKS, UNREAD, attempt_place, moved, places_said
+from reprospec.minimize.hangplace import (
+    LOOKS,
+    UNREAD,
+    attempt_place,
+    moved,
+    places_said,
+    source_at,
+)
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
-from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread
+from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread, stored_source
 from reprospec.minimize.program import EXPRESSION, Program, split_words
 from reprospec.minimize.report import (
     Minimized,
@@ -256,6 +263,7 @@ def _minimize(
                 min_rate=options.min_rate,
                 progress=say,
                 cancel=cancel,
+                workdir=workdir,
             )
             if options.settings and options.passing_cells
             else Reduced(failing, failing, None, message="not asked")
@@ -356,7 +364,10 @@ def _minimize(
     )
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:
-        if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs")):
+        lines = stored_source(
+            folder, workdir, live=_live(attempt.preload, original), workload=workload
+        )
+        if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs", lines)):
             say(
                 f"the state of minimization {ident} is an earlier version's: the exceptions its "
                 f"probes printed, and where their hangs sat, are read again from their runs' "
@@ -1024,7 +1035,7 @@ def _rerun_dir(
         ran = [a for cell in run.cells for a in cell.attempts]
         agreeing = [a for a in ran if native.attempt_agrees(a, found.signature)]
         looks += len(agreeing)
-        read = _dir_places(run, options.out, agreeing)
+        read = _dir_places(run, options.out, agreeing, found.output)
         places += read
         if read:
             placed.append(run.run_id)
@@ -1042,10 +1053,14 @@ def _original_places(found: Minimized) -> tuple[str, ...]:
     return same.original_places if same is not None else ()
 
 
-def _dir_places(run: RunResult, out: Path, attempts: Sequence[AttemptResult]) -> list[str]:
-    """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place)."""
+def _dir_places(
+    run: RunResult, out: Path, attempts: Sequence[AttemptResult], workdir: Path
+) -> list[str]:
+    """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place), its
+    lines read from DIR (`workdir`), as the container named it under docker."""
     run_dir = out.resolve() / "runs" / run.run_id
-    return [p for p in (attempt_place(run_dir, a) for a in attempts) if p != UNREAD]
+    source = source_at(workdir)
+    return [p for p in (attempt_place(run_dir, a, source) for a in attempts) if p != UNREAD]
 
 
 def _tries(found: Minimized) -> int:

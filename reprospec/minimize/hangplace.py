@@ -26,9 +26,9 @@ threads, as a join's.)
 
 from __future__ import annotations
 
-import itertools
+import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
@@ -38,8 +38,66 @@ from reprospec.process.childprotocol import STACK_TXT
 UNREAD = ""
 NOWHERE = "no frame of the program's own code"
 
+# The text of the file a dump's frame names (`blocking_line` reads its line), as the attempt
+# ran it: "" where there is no such file to read, for every attempt alike (`<string>`, a
+# file gone); None where this attempt's text cannot be known (a candidate's file since
+# rewritten, or removed): its place is then `UNREAD`, no difference.
+Source = Callable[[str], "str | None"]
 
-def place_of(stack: str | None) -> str:
+
+def on_disk(path: str) -> str:
+    """A file's text read where the dump names it, on this host ("" where it cannot be)."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return ""
+
+
+def source_at(
+    workdir: Path, files: Iterable[tuple[str, str]] = (), *, written: bool = True
+) -> Source:
+    """The text of the files an attempt that ran in `workdir` had, by the path its dump names:
+    `files` (a candidate's program files, by their path relative to the workdir) from
+    there, every other file of the workdir from it, on this host, and a file elsewhere
+    where the dump names it.
+
+    A path is the workdir's as this host names it, by its real path, or as the docker
+    runner's container does (`container_workdir`: `/work` for a workdir under /root, /opt,
+    /usr or /var), which cannot be read on the host: every place there fell back to `main
+    (in stuck)`, so a busy loop and a deadlock were one place under docker alone (review).
+    The text is the attempt's, not the folder's when the place is read: a live search
+    (run.preload) rewrites one folder for each candidate, and a stored probe read again
+    (probes.reread) read the last candidate's lines. `written` False: the folder's own
+    files (no link to the original's) are not this attempt's (that live folder, read
+    again), nor is any file of a folder gone: their text is unknown (None)."""
+    from reprospec.runners.docker.container import container_workdir
+
+    own = dict(files)
+    roots = []
+    for folder in (workdir, workdir.resolve()):
+        for root in (folder.as_posix(), container_workdir(folder)):
+            if root not in roots:
+                roots.append(root.rstrip("/") or "/")
+
+    def read(path: str) -> str | None:
+        for root in roots:
+            if not path.startswith(root + "/"):
+                continue
+            relative = posixpath.normpath(path[len(root) + 1 :])
+            if relative.startswith("../"):
+                continue
+            if relative in own:
+                return own[relative]
+            host = workdir / relative
+            if not workdir.is_dir() or (not written and host.is_file() and not host.is_symlink()):
+                return None
+            return on_disk(str(host))
+        return on_disk(path)
+
+    return read
+
+
+def place_of(stack: str | None, source: Source = on_disk) -> str:
     """A hang's place read from its stack dump: `w1 -> with, w2 -> with` (a deadlock of
     two threads, each in its `with` for a lock; `w1, w2` where their file cannot be read),
     `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait` (a Barrier's
@@ -57,7 +115,9 @@ def place_of(stack: str | None) -> str:
     its innermost function and the library frames it waits in compared too, so one thread
     at a Barrier still differs from the same thread on a lock; and so are they where its
     own line waits in C code (`blocking_line`: `main -> stuck -> with`, a lock's), so a
-    busy loop (`main (in stuck)`) and a deadlock under one `main()` differ."""
+    busy loop (`main (in stuck)`) and a deadlock under one `main()` differ. That line is
+    read from `source`, the attempt's own text (`source_at`); `UNREAD` where it cannot be
+    known."""
     threads = hung_threads(stack)
     if threads is None:
         return UNREAD
@@ -66,7 +126,9 @@ def place_of(stack: str | None) -> str:
     said = []
     for frame, waiting, outermost in threads:
         names = [outermost.function]
-        blocked = "" if waiting else blocking_line(frame)
+        blocked = "" if waiting else blocking_line(frame, source)
+        if blocked is None:
+            return UNREAD
         if waiting and _blocks(waiting[0]):
             if frame != outermost:
                 names.append(frame.function)
@@ -81,12 +143,12 @@ def place_of(stack: str | None) -> str:
     return ", ".join(sorted(said))
 
 
-def blocking_line(frame: Frame) -> str:
+def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
     """What a thread waits in where its own line blocks in C code, read from that line of
-    its file: `with` (a lock's, or a condition's, `with lock:`), or the blocking call the
-    line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where the line runs Python
-    (`while True: pass`, `x += 1`, a call of nothing that blocks) or cannot be read (the
-    file gone, a container's path).
+    its file (its text `source`'s): `with` (a lock's, or a condition's, `with lock:`), or
+    the blocking call the line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where
+    the line runs Python (`while True: pass`, `x += 1`, a call of nothing that blocks) or
+    cannot be read (no such file or line); None where the attempt's text is unknown.
 
     faulthandler's dump says where a thread is, not whether it runs: under one `main()` a
     busy loop and a lock's deadlock were both `main` (`main (in stuck)` in words alone), so
@@ -94,11 +156,12 @@ def blocking_line(frame: Frame) -> str:
     Names, not the line's text, are compared: the literals of `time.sleep(100)` shrink."""
     if frame.line < 1:
         return ""
-    try:
-        with Path(frame.path).open(encoding="utf-8", errors="replace") as source:
-            line = next(itertools.islice(source, frame.line - 1, None), "")
-    except OSError:
-        return ""
+    text = source(frame.path)
+    if text is None:
+        return None
+    # The lines as Python numbers them (\n, \r\n or \r), not `splitlines`'s (a form feed).
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    line = lines[frame.line - 1] if frame.line <= len(lines) else ""
     code = line.split("#", 1)[0].strip()
     if _WITH.match(code):
         return "with"
@@ -164,16 +227,17 @@ def _blocks(frame: Frame) -> bool:
     return any(in_file(frame, path) and frame.function in names for path, names in _BLOCKING)
 
 
-def attempt_place(run_dir: Path, attempt: AttemptResult) -> str:
-    """The place of an attempt that hung, from its logs' stack.txt; `UNREAD` for any other
-    attempt, or where the dump is missing or unreadable."""
+def attempt_place(run_dir: Path, attempt: AttemptResult, source: Source) -> str:
+    """The place of an attempt that hung, from its logs' stack.txt, its lines read from
+    `source` (`source_at` its workdir and program); `UNREAD` for any other attempt, or where
+    the dump is missing or unreadable."""
     if attempt.ran is None or attempt.ran.kind != "hang" or not attempt.logs:
         return UNREAD
     try:
         text = (run_dir / attempt.logs / STACK_TXT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return UNREAD
-    return place_of(text) if text.strip() else UNREAD
+    return place_of(text, source) if text.strip() else UNREAD
 
 
 def places_said(places: Iterable[str], in_: str = "in ") -> str:
@@ -251,11 +315,14 @@ __all__ = [
     "LOOKS",
     "NOWHERE",
     "UNREAD",
+    "Source",
     "attempt_place",
     "blocking_line",
     "moved",
+    "on_disk",
     "place_of",
     "places_said",
     "sits_as",
+    "source_at",
     "threads_of",
 ]

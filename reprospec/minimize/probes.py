@@ -26,7 +26,7 @@ from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StateFile, StoredProbe
-from reprospec.minimize.hangplace import attempt_place
+from reprospec.minimize.hangplace import Source, attempt_place, source_at
 from reprospec.minimize.program import Program, join_words, left_out
 from reprospec.minimize.search import (
     Probe,
@@ -71,8 +71,9 @@ RAISED_FROM = "stderr+stdout"
 # The version of the rule a probe's hang places were read by (StoredProbe.places_from;
 # hangplace.place_of and outcome/hungstacks.hung_threads): another, and a stored state's
 # are read again. Bump it with each change of that rule. ("stack.txt" before, the same
-# rule's first version.)
-PLACES_FROM = "places-5"
+# rule's first version; places-5 read a line from the folder when read, not the attempt's
+# text: a docker container's path never, a live folder the last candidate's.)
+PLACES_FROM = "places-6"
 
 
 def _side(role: str) -> str:
@@ -97,7 +98,26 @@ def _longest_attempt(probe: StoredProbe, runs: Path) -> float:
     return longest
 
 
-def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
+def stored_source(
+    folder: Path, workdir: Path, *, live: bool, workload: bool
+) -> Callable[[StoredProbe], Source]:
+    """Where the lines of a stored probe's hangs are read when it is read again (`reread`):
+    its candidate's own folder (candidates/KEY, written once for that content; its text
+    unknown where the folder is gone), the live folder's links to the original's files
+    alone (its own files are the last candidate's), a workload's workdir (no files of its
+    own)."""
+
+    def source(probe: StoredProbe) -> Source:
+        if workload:
+            return source_at(workdir)
+        if live:
+            return source_at(folder / "live", written=False)
+        return source_at(folder / "candidates" / probe.key.split(":", 1)[-1])
+
+    return source
+
+
+def reread(probe: StoredProbe, runs: Path, source: Callable[[StoredProbe], Source]) -> StoredProbe:
     """A probe an earlier version stored, its exceptions read again from its runs' logs by
     this version's rule (`_raised`), in the order `ProbeRunner._stored` read them; where a run
     is gone or unreadable, none (`raised` empty: the search takes the original's as
@@ -105,9 +125,9 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
     `RAISED_FROM` all the same, so that its runs are looked for once, not at each resume. Its
     hangs' places too, where they were not read by this rule (a state stored before they
     were: its Barrier candidate was accepted, and a rerun replayed that answer), only a
-    failing probe's that matched (the search compares no other); where its runs are gone,
-    none, which the search compares with nothing. Either way stamped `PLACES_FROM`: read
-    once, not at each resume."""
+    failing probe's that matched (the search compares no other), their lines from
+    `source`'s (`stored_source`); where its runs are gone, none, which the search compares
+    with nothing. Either way stamped `PLACES_FROM`: read once, not at each resume."""
     from reprospec.store.resultsjson import load_run
 
     again_raised = probe.raised_from != RAISED_FROM and bool(probe.kinds)
@@ -118,6 +138,7 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
         return probe
     raised: list[tuple[str, ...]] = []
     places: list[str] = []
+    lines = source(probe)
     try:
         for run_id in probe.run_id.split(","):
             run_dir = runs / run_id
@@ -125,7 +146,7 @@ def reread(probe: StoredProbe, runs: Path) -> StoredProbe:
             for cell in run.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                     raised.append(_raised(run_dir, attempt))
-                    places.append(attempt_place(run_dir, attempt))
+                    places.append(attempt_place(run_dir, attempt, lines))
     except (FatalError, OSError):
         raised, places = [], []
     read = len(raised) == len(probe.kinds)
@@ -289,8 +310,12 @@ class ProbeRunner:
         first = self.state.first_attempt(key, max(1, probe.attempts) if failing_side else 1)
         if self.workload:
             sets = [*self.overrides, *field_overrides(program)]
+            source = source_at(self.workdir)
         else:
             where = self.materialize(program)
+            # The candidate's lines as it ran them, whatever its folder holds when they are
+            # read (a live folder is rewritten for the next candidate).
+            source = source_at(where, program.files)
             sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
             words = [*program.head, *program.args]
             command = words if self.as_list else join_words(tuple(words))
@@ -344,7 +369,7 @@ class ProbeRunner:
                     for cell in self.passing
                 ]
                 results = [f.result() for f in futures]
-        return self._stored(results, probe, key, first)
+        return self._stored(results, probe, key, first, source)
 
     def _learn_signature(self, signature: str, native_text: str | None, message: str) -> None:
         """The original's first matching attempt names the signature every later one needs;
@@ -379,7 +404,7 @@ class ProbeRunner:
         (self.folder / "otherwise").write_text(self.otherwise, encoding="utf-8")
 
     def _stored(
-        self, results: Sequence[RunResult], probe: Probe, key: str, first: int
+        self, results: Sequence[RunResult], probe: Probe, key: str, first: int, source: Source
     ) -> StoredProbe:
         kinds: list[AttemptKind] = []
         raised: list[tuple[str, ...]] = []
@@ -403,7 +428,7 @@ class ProbeRunner:
                     if kinds[-1] == "other" and probe.role == "failing" and not self.signature:
                         self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
-                    places.append(attempt_place(run_dir, attempt))
+                    places.append(attempt_place(run_dir, attempt, source))
                     numbers.append(attempt.attempt)
                     reason = attempt.infra_error or reason
         return StoredProbe(

@@ -43,7 +43,7 @@ from reprospec.isolation.differences import (
     render,
 )
 from reprospec.isolation.state import CannotGoOn, StoredProbe, stored_probes
-from reprospec.minimize.hangplace import attempt_place, moved, places_said
+from reprospec.minimize.hangplace import Source, attempt_place, moved, places_said, source_at
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
 
@@ -156,8 +156,10 @@ def reduce_settings(
     min_rate: float | None,
     progress: Progress,
     cancel: threading.Event,
+    workdir: Path,
 ) -> Reduced:
-    """Isolate the failing cell against its farthest passing cell; the rest goes back."""
+    """Isolate the failing cell against its farthest passing cell; the rest goes back.
+    `workdir`: the spec's, where isolate's runs ran (a hang's lines are read there)."""
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
 
     other = farthest(failing, passing)
@@ -250,7 +252,9 @@ def reduce_settings(
         if value is not MISSING:
             values[axis] = value
     cell = Cell(id=cell_id(values), index=failing.index, matrix=values)
-    same = _same_failure(found.folder, tuple(range(len(diffs))), tuple(chosen), options.out)
+    same = _same_failure(
+        found.folder, tuple(range(len(diffs))), tuple(chosen), options.out, source_at(workdir)
+    )
     if same is not None:
         # Failing as the expect says is not failing the same way: a worker's segfault that
         # the smaller configuration turns into the main process's (workers=0) is another
@@ -267,14 +271,14 @@ def reduce_settings(
 
 
 def _same_failure(
-    folder: Path, full: tuple[int, ...], chosen: tuple[int, ...], out: Path
+    folder: Path, full: tuple[int, ...], chosen: tuple[int, ...], out: Path, source: Source
 ) -> str | None:
     """None where the configuration isolate chose failed the way the failing cell did (the
     same signature: native.agrees; a hang, in the same place: hangplace.py), or either
     side's failure cannot be read; else why not."""
     probes = stored_probes(folder)
-    before = _first_signature(probes, full, out)
-    after = _first_signature(probes, chosen, out)
+    before = _first_signature(probes, full, out, source)
+    after = _first_signature(probes, chosen, out, source)
     if before is None or after is None:
         return None
     # Unread native stacks on either side are not a difference (native.agrees).
@@ -296,7 +300,7 @@ def _same_failure(
 
 
 def _first_signature(
-    probes: Sequence[StoredProbe], candidate: tuple[int, ...], out: Path
+    probes: Sequence[StoredProbe], candidate: tuple[int, ...], out: Path, source: Source
 ) -> tuple[str, bool, tuple[str, ...]] | None:
     """The signature of the first attempt that matched the expect in the probes of
     `candidate`, whether its native stacks went unread, and where each of its probes'
@@ -317,7 +321,7 @@ def _first_signature(
                 if attempt.matched and attempt.ran is not None:
                     if first is None:
                         first = (attempt.ran.signature, native.read_none(attempt.native))
-                    places.append(attempt_place(path.parent, attempt))
+                    places.append(attempt_place(path.parent, attempt, source))
     return None if first is None else (*first, tuple(places))
 
 

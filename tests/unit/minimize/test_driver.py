@@ -351,7 +351,9 @@ def test_dirs_check_looks_again_at_a_hang_seen_elsewhere_and_ends(
         runs.append(SimpleNamespace(cells=cells, interrupted=False, run_id=f"r{len(runs) + 1}"))
         return runs[-1]
 
-    def read(run: SimpleNamespace, _out: Path, attempts: list[SimpleNamespace]) -> list[str]:
+    def read(
+        run: SimpleNamespace, _out: Path, attempts: list[SimpleNamespace], _workdir: Path
+    ) -> list[str]:
         place = places.get(run.run_id, [later or ""])
         return [p for p in place if p] if attempts else []
 

@@ -4,12 +4,21 @@ rule that rejects a candidate whose hang sits elsewhere (search.py's point 7,
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
-from reprospec.minimize.hangplace import LOOKS, NOWHERE, UNREAD, moved, place_of, places_said
+from reprospec.minimize.hangplace import (
+    LOOKS,
+    NOWHERE,
+    UNREAD,
+    moved,
+    place_of,
+    places_said,
+    source_at,
+)
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
 from tests.support.minimizing import proposing
@@ -481,6 +490,58 @@ def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path
     # A line gone (the file changed or cannot be read) says nothing: as before.
     assert place_of(_main_in_stuck(at, 99)) == "main (in stuck)"
     assert place_of(_main_in_stuck(str(tmp_path / "gone.py"), 5)) == "main (in stuck)"
+
+
+STUCK = (
+    "import threading\n"
+    "lock = threading.Lock()\n"
+    "def stuck():\n"
+    "    lock.acquire()\n"
+    "    with lock:\n"
+    "        pass\n"
+    "    while True:\n"
+    "        x = 1\n"
+)
+
+
+def test_a_place_reads_the_line_a_docker_container_named() -> None:
+    # A workdir under /root, /opt, /usr or /var runs at /work in the docker runner's
+    # container: its dump's paths could not be read on the host, and every place fell back
+    # to `main (in stuck)`, a busy loop and a deadlock one place under docker alone.
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as folder:
+        workdir = Path(folder)
+        (workdir / "pkg").mkdir()
+        (workdir / "pkg" / "h.py").write_text(STUCK, encoding="utf-8")
+        source = source_at(workdir)
+        assert place_of(_main_in_stuck("/work/pkg/h.py", 5), source) == "main -> stuck -> with"
+        assert place_of(_main_in_stuck("/work/pkg/h.py", 8), source) == "main (in stuck)"
+        assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 4), source).endswith("acquire()")
+    assert place_of(_main_in_stuck("/work/pkg/h.py", 5)) == "main (in stuck)"  # as named
+
+
+def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_path: Path) -> None:
+    # A live search (run.preload) rewrites one folder for each candidate: a candidate's
+    # lines were read from whatever the folder held when its place was read (a stored
+    # probe's, read again, from the last candidate's), and a removed folder read as ""
+    # (`main (in stuck)`, another hang than the original's deadlock).
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "h.py").write_text(STUCK.replace("    with lock:", "    pass   :"), encoding="utf-8")
+    original = tmp_path / "original.py"
+    original.write_text(STUCK, encoding="utf-8")
+    (live / "linked.py").symlink_to(original)
+    dump = _main_in_stuck(str(live / "h.py"), 5)
+    assert place_of(dump, source_at(live, [("h.py", STUCK)])) == "main -> stuck -> with"
+    assert place_of(dump, source_at(live)) == "main (in stuck)"  # what the folder holds now
+    # Read again with the candidate's text unknown: the folder's own files are another's,
+    # no difference; a link to the original's files is read.
+    assert place_of(dump, source_at(live, written=False)) == UNREAD
+    linked = _main_in_stuck(str(live / "linked.py"), 5)
+    assert place_of(linked, source_at(live, written=False)) == "main -> stuck -> with"
+    gone = tmp_path / "candidates" / "0123456789abcdef"
+    assert place_of(_main_in_stuck(str(gone / "h.py"), 5), source_at(gone)) == UNREAD
+    # A file outside the workdir is read where the dump names it.
+    assert place_of(_main_in_stuck(str(original), 5), source_at(live)) == "main -> stuck -> with"
 
 
 def test_a_deadlocked_thread_that_waits_elsewhere_is_another_hang_beside_one_kept() -> None:

@@ -9,10 +9,16 @@ from pathlib import Path
 
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.isolation.state import StateFile, StoredProbe
+from reprospec.minimize.hangplace import Source, on_disk
 from reprospec.minimize.probes import RAISED_FROM, _raised, reread
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.files import written
 from tests.support.runs import error_run
+
+
+def _as_named(_probe: StoredProbe) -> Source:
+    """The files a dump names read where it names them (these probes' dumps name none)."""
+    return on_disk
 
 
 def test_the_exceptions_an_attempt_raised_are_read_from_stdout_too(tmp_path: Path) -> None:
@@ -83,22 +89,22 @@ def test_an_earlier_versions_probe_has_its_exceptions_read_again_from_its_run(
         "failing:p", (), "failing", ("match",), run.run_id, raised=(("RuntimeError",),)
     )
 
-    again = reread(old, tmp_path / "runs")
+    again = reread(old, tmp_path / "runs", _as_named)
 
     assert (again.raised, again.raised_from) == ((("RuntimeError", "KeyError"),), RAISED_FROM)
-    assert reread(again, tmp_path / "runs") is again  # read by this version: as it is
+    assert reread(again, tmp_path / "runs", _as_named) is again  # read by this version: as it is
     # Its run gone: unknown, not stderr's alone (the search then takes none as new), and
     # stamped: its results.json was looked for again at every resume (review 11).
-    gone = reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs")
+    gone = reread(replace(old, run_id="20261121-000000-gone-0000"), tmp_path / "runs", _as_named)
     assert (gone.raised, gone.raised_from) == ((), RAISED_FROM)
-    assert reread(gone, tmp_path / "runs") is gone
+    assert reread(gone, tmp_path / "runs", _as_named) is gone
     passed = replace(old, key="passing:p", role="passing", kinds=("pass",), run_id="gone")
-    assert reread(passed, tmp_path / "runs").raised_from == RAISED_FROM
+    assert reread(passed, tmp_path / "runs", _as_named).raised_from == RAISED_FROM
     state = StateFile(tmp_path / "state", {"spec": "s"})
     state.add(replace(old, run_id="20261121-000000-gone-0000"))
-    assert state.reread(lambda probe: reread(probe, tmp_path / "runs")) == 1
+    assert state.reread(lambda probe: reread(probe, tmp_path / "runs", _as_named)) == 1
     resumed = StateFile(tmp_path / "state", {"spec": "s"})
-    assert resumed.reread(lambda probe: reread(probe, tmp_path / "runs")) == 0
+    assert resumed.reread(lambda probe: reread(probe, tmp_path / "runs", _as_named)) == 0
 
 
 def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
@@ -128,9 +134,9 @@ def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
     for probe in (hung, gone, passed):
         state.add(probe)
 
-    assert state.reread(lambda probe: reread(probe, runs)) == 2  # passing: never read
+    assert state.reread(lambda probe: reread(probe, runs, _as_named)) == 2  # passing: never read
     again = StateFile(tmp_path / "state", {"spec": "s"})
-    assert again.reread(lambda probe: reread(probe, runs)) == 0
+    assert again.reread(lambda probe: reread(probe, runs, _as_named)) == 0
     read, lost = again.take("f", 2), again.take("g", 2)
     assert read is not None
     assert lost is not None
@@ -140,6 +146,34 @@ def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
     line = replace(hung, places=("", ""), places_from=PLACES_FROM).to_dict()
     assert "places" not in line
     assert StoredProbe.from_dict(line).places_from == PLACES_FROM
+
+
+def test_a_stored_probes_hang_is_read_again_from_its_own_candidates_text(tmp_path: Path) -> None:
+    """Read again, a probe's lines came from the folder as it is now: under run.preload one
+    live folder holds the last candidate's files, so each stored place read that text;
+    a candidate's own folder (candidates/KEY) holds its own, and where it is gone the
+    text is unknown (no difference), not "" (another hang)."""
+    from reprospec.minimize.hangplace import place_of
+    from reprospec.minimize.probes import stored_source
+    from tests.unit.minimize.test_hangplace import STUCK, _main_in_stuck
+
+    folder, workdir = tmp_path / "minimize", tmp_path / "work"
+    own = folder / "candidates" / "0123456789abcdef"
+    own.mkdir(parents=True)
+    (own / "h.py").write_text(STUCK, encoding="utf-8")
+    (folder / "live").mkdir()
+    (folder / "live" / "h.py").write_text(STUCK, encoding="utf-8")
+    probe = StoredProbe("failing:0123456789abcdef", (), "failing", ("match",), "r")
+    kept = stored_source(folder, workdir, live=False, workload=False)
+    live = stored_source(folder, workdir, live=True, workload=False)
+    in_own, in_live = (_main_in_stuck(str(f / "h.py"), 5) for f in (own, folder / "live"))
+    assert place_of(in_own, kept(probe)) == "main -> stuck -> with"
+    assert place_of(in_live, live(probe)) == ""  # the last candidate's text, not its own
+    gone = replace(probe, key="failing:fedcba9876543210")
+    assert (
+        place_of(_main_in_stuck(str(own.with_name("fedcba9876543210") / "h.py"), 5), kept(gone))
+        == ""
+    )
 
 
 def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_path: Path) -> None:

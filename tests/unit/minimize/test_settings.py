@@ -13,7 +13,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import Difference
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize import settings
-from reprospec.minimize.hangplace import NOWHERE
+from reprospec.minimize.hangplace import NOWHERE, on_disk
 from reprospec.minimize.settings import Reduced
 
 FAILING = Cell("b=1,d=1", 0, {"b": 1, "d": 1})
@@ -93,7 +93,7 @@ def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_ea
             for name, candidate in (("full", (0, 1)), ("chosen", (0,)))
         ]
         monkeypatch.setattr(settings, "stored_probes", lambda _folder: probes)
-        return settings._same_failure(Path("state"), (0, 1), (0,), Path("out"))
+        return settings._same_failure(Path("state"), (0, 1), (0,), Path("out"), on_disk)
 
     def load(path: Path) -> SimpleNamespace:
         attempts = [attempt(n, p) for n, p in enumerate(runs[path.parent.name])]
@@ -101,7 +101,7 @@ def test_step_1_compares_the_places_of_every_matched_attempt_not_the_first_of_ea
 
     monkeypatch.setattr(settings, "find_run", lambda run_id, out: out / run_id / "results.json")
     monkeypatch.setattr(settings, "load_run", load)
-    monkeypatch.setattr(settings, "attempt_place", lambda _folder, a: a.place)
+    monkeypatch.setattr(settings, "attempt_place", lambda _folder, a, _source: a.place)
     assert same(["check", "<module>"], ["<module>", "check"]) is None
     # Its places are a set (hangplace.moved): one attempt where the cell's hung and one
     # elsewhere is taken, as step 2 takes a busy thread seen in both.
@@ -156,6 +156,7 @@ def test_step_1_refused_on_an_unwritable_out_says_why_and_what_to_give(
             min_rate=None,
             progress=lambda _line: None,
             cancel=threading.Event(),
+            workdir=Path(),
         )
     said = str(told.value)
     assert said.startswith("--out out: cannot be written (Read-only), and ")
