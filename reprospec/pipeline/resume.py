@@ -52,9 +52,13 @@ def resolve(reference: str | Path, out: Path) -> tuple[str, Path]:
     names its own store). The API took an exact id alone, where `load_result` takes all
     of these: `resume("latest")` said 'no such run'."""
     from reprospec.store.refs import is_latest, resolve_run_id, run_id_named
+    from reprospec.store.resultsjson import refuse_a_search_answer
 
     reference = str(reference)
     run_id = resolve_run_id(reference, out) if is_latest(reference) else reference
+    # `--resume .reprospec/amplify/ID` (or its amplify.md) was read as a run's folder and
+    # said "no such run": a search resumes by its own command, which the refusal names.
+    refuse_a_search_answer(Path(run_id), resuming=True)
     if Path(run_id).is_dir():
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(run_id).resolve()

@@ -561,7 +561,7 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     path = Path(path_or_id)
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
-    _refuse_a_search_answer(path)
+    refuse_a_search_answer(path)
     if path.is_file():
         if path.name.lower().endswith(BUNDLE_SUFFIXES):
             # A bundle handed on (`report b.tar.gz`, `compare b.tar.gz latest`): read as
@@ -607,11 +607,12 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
 
 
-def _refuse_a_search_answer(path: Path) -> None:
-    """`report`, `compare` or `bundle` of `.reprospec/isolate/ID` (or its isolate.md) said
-    "is not a run folder: it has no results.json, nor anything a run writes", which left
-    the user looking for the run: a search's folder holds its answer, which its VERB.md is
-    and its command prints again."""
+def refuse_a_search_answer(path: Path, *, resuming: bool = False) -> None:
+    """`report`, `compare`, `merge` or `bundle` of `.reprospec/isolate/ID` (or its
+    isolate.md) said "is not a run folder: it has no results.json, nor anything a run
+    writes", which left the user looking for the run: a search's folder holds its answer,
+    which its VERB.md is and its command prints again. `resuming`: `run --resume` of one
+    (`resume.resolve`), which said "no such run": the same command resumes the search."""
     folder = path if path.is_dir() else path.parent
     # A search's folder (`OUT/isolate/ID/`, a minimization's DIR, ...) holds its answer
     # (VERB.json and VERB.md) rather than a run.
@@ -629,8 +630,9 @@ def _refuse_a_search_answer(path: Path) -> None:
                 if verb == "minimize"
                 else f", such as one of the probe runs {verb}.md lists"
             )
+            again = "resumes, or prints again where it finished" if resuming else "prints again"
             raise UsageError(
-                f"{path} is {said}, which the same `reprospec {verb}` command prints again; "
+                f"{path} is {said}, which the same `reprospec {verb}` command {again}; "
                 f"a run is named by its folder, its id or `latest`{probes}"
             )
 

@@ -213,3 +213,25 @@ def test_a_python_runs_store_set_aside_is_run_again_with_its_options(tmp_path: P
         "Run its spec again, `reprospec run api.yaml -m crash=true --repeat 3 "
         f"--set run.stop_on=never --out {out}`"
     ) in caught.value.args[0]
+
+
+@pytest.mark.parametrize("given", ["", "amplify.md"])
+def test_resume_of_a_search_folder_names_the_command_that_resumes_it(
+    tmp_path: Path, given: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run --resume .reprospec/amplify/ID` was read as a run's folder and said "no such run"
+    (or "no results store"): a search resumes by its own command, which is named."""
+    from reprospec.cli import main
+
+    folder = tmp_path / "amplify" / "s-0123456789"
+    folder.mkdir(parents=True)
+    (folder / "amplify.json").write_text("{}")
+    (folder / "amplify.md").write_text("## Amplification\n")
+    target = folder / given if given else folder
+    assert main(["run", "--resume", str(target), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"reprospec: {target} is ")
+    assert "not a run" in err
+    assert "the same `reprospec amplify` command resumes, or prints again" in err
+    assert "no such run" not in err
+    assert "no results store" not in err
