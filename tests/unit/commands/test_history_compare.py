@@ -340,23 +340,25 @@ def test_report_of_a_search_folder_names_its_answer(
     assert "nor anything a run writes" not in err
 
 
-@pytest.mark.parametrize("verb", ["compare", "bundle"])
-def test_compare_and_bundle_of_a_search_folder_name_its_answer(
+@pytest.mark.parametrize("verb", ["compare", "merge", "bundle"])
+def test_compare_merge_and_bundle_of_a_search_folder_name_its_answer(
     tmp_path: Path, verb: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As report's: compare and bundle of `.reprospec/amplify/ID` still said "is not a run
-    folder: it has no results.json, nor anything a run writes"."""
+    """As report's: compare, merge and bundle of `.reprospec/amplify/ID` still said "is not
+    a run folder: it has no results.json, nor anything a run writes". merge's message is
+    prefixed with the RUN it names (`RUN 1 of 1 (a shard run to merge): `)."""
     from reprospec.cli import main
 
     folder = tmp_path / "amplify" / "s-0123456789"
     folder.mkdir(parents=True)
     (folder / "amplify.json").write_text("{}")
     (folder / "amplify.md").write_text("## Amplification\n")
-    second = [str(folder)] if verb == "compare" else ["-o", str(tmp_path / "b.tar.gz")]
-    argv = [verb, str(folder), *second]
+    second = {"compare": [str(folder)], "merge": [], "bundle": ["-o", str(tmp_path / "b.tgz")]}
+    argv = [verb, str(folder), *second[verb]]
     assert main([*argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert f"reprospec: {folder} is an amplify folder, not a run: its answer is " in err
+    named = "RUN 1 of 1 (a shard run to merge): " if verb == "merge" else ""
+    assert f"reprospec: {named}{folder} is an amplify folder, not a run: its answer is " in err
     assert "the same `reprospec amplify` command prints again" in err
     assert "nor anything a run writes" not in err
 
