@@ -67,7 +67,13 @@ from reprospec.core.signals import (
 from reprospec.core.words import shorten_command
 from reprospec.native import NativeStacks
 from reprospec.outcome.evidence import Evidence
-from reprospec.outcome.tracebacks import FatalError, PythonException, fatal_errors, parse_chain
+from reprospec.outcome.tracebacks import (
+    RANK_TAG,
+    FatalError,
+    PythonException,
+    fatal_errors,
+    parse_chain,
+)
 
 _SHELL_DESCRIPTIONS = "|".join(
     re.escape(describe_signal(name)) for name in sorted(CRASH_SIGNALS, key=len, reverse=True)
@@ -403,8 +409,8 @@ _RANK_FAILED = Lazy(r"\bfailed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<ran
 # `[default1]:`, the local rank) or as torch's own excepthook in a rank prints an uncaught
 # exception (`[rank1]:`, the global rank).
 # One rule for the run's outcome and for capture's reading of a pasted log (ticket.py).
-RANK_PREFIX = Lazy(r"^\[(?:rank|default)\d+\]:\s?", re.M)
-RANK_LINE = Lazy(r"^\[(?P<kind>rank|default)(?P<rank>\d+)\]:")
+RANK_PREFIX = Lazy(rf"^{RANK_TAG}\s?", re.M)
+RANK_LINE = Lazy(rf"^{RANK_TAG}")
 # The entry of torchrun's report under its `Root Cause (first observed failure):` title, up
 # to the next rule: `rank : 1 (local_rank: 1)`, `exitcode : 1 (pid: 24927)`, and where the
 # rank's entry point is `@record`-decorated, `traceback : Traceback (most recent call

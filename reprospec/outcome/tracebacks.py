@@ -46,14 +46,20 @@ EXCEPTION_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<me
 _GROUP_PREFIX = Lazy(r"^\s*\| ?")
 # The first frame of every thread's traceback (threading.Thread._bootstrap_inner runs `run`).
 _THREAD_BOOTSTRAP = Lazy(r'^\s*File "[^"]*threading\.py", line \d+, in _bootstrap_inner\s*$')
-# Lines that end an exception message: the next report; a logger, c10's `[W1207 ...]` and
-# torch's Python loggers in glog's form (torchrun's `W1207 08:01:13.909000 21127 torch/
-# distributed/elastic/multiprocessing/api.py:1028] Sending process ...`, which a failed
-# rank's message ran on into); a warning.
+# The tag torch puts before each line of a distributed rank's output (`[rank0]:`, and
+# `[default0]:` from torchrun's --tee): outcome/children strips it, and a log line may carry
+# it (below).
+RANK_TAG = r"\[(?P<kind>rank|default)(?P<rank>\d+)\]:"
+# Lines that end an exception message: the next report; a logger, c10's `[W1207 ...]` (a
+# plain python's process group prints `[rank0]:[W1207 ... ProcessGroupNCCL.cpp:1250]` at
+# exit) and torch's Python loggers in glog's form, every level torch writes (V with
+# TORCH_LOGS=+..., I, W, E, C; F from glog), e.g. torchrun's `W1207 08:01:13.909000 21127
+# torch/distributed/elastic/multiprocessing/api.py:1028] Sending process ...`, which a
+# failed rank's message ran on into; a warning.
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
     r"|Exception ignored|Exception in thread|Fatal Python error|ERROR: Unexpected"
-    r"|\[[A-Z]\d{4} |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] "
+    rf"|(?:{RANK_TAG})?(?:\[[A-Z]\d{{4}} |[VIWEFC]\d{{4}} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] )"
     r"|\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted)"
 )
 # A worker's traceback multiprocessing quotes between `"""` lines as its RemoteTraceback's

@@ -105,6 +105,31 @@ def test_a_ranks_message_ends_at_torchruns_next_log_line() -> None:
     assert rank.chain == (PythonException("ValueError", "rank 1: bad shard"),)
 
 
+@pytest.mark.parametrize(
+    "log_line",
+    [
+        # every level torch's Python log formatter writes (V with TORCH_LOGS=+..., C: critical)
+        "V1207 08:01:13.909000 21127 torch/_dynamo/convert_frame.py:100] [0/0] compiling",
+        "I1207 08:01:13.909000 21127 torch/distributed/run.py:792] starting",
+        "E1207 08:01:13.909000 21127 torch/distributed/elastic/api.py:869] failed",
+        "C1207 08:01:13.909000 21127 torch/_logging/x.py:1] critical",
+        # c10's warning as a plain python's process group prints it at exit, rank-tagged
+        "[rank0]:[W1207 08:01:13.909000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: "
+        "process group has NOT been destroyed before we destruct ProcessGroupNCCL.",
+    ],
+)
+def test_a_message_ends_at_torchs_log_lines_of_every_level(log_line: str) -> None:
+    from reprospec.outcome.tracebacks import PythonException, parse_chain
+
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\n'
+        "ValueError: bad shard\n"
+        f"{log_line}\n"
+    )
+    assert parse_chain(text) == (PythonException("ValueError", "bad shard"),)
+
+
 def test_a_rank_that_exits_first_is_the_cause_its_peers_errors_the_consequence(
     tmp_path: Path,
 ) -> None:
