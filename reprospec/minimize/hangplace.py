@@ -67,23 +67,24 @@ def source_at(
     (in stuck)`, so a busy loop and a deadlock were one place under docker alone (review).
     The text is the attempt's, not the folder's when the place is read: a live search
     (run.preload) rewrites one folder for each candidate, and a stored probe read again
-    (probes.reread) read the last candidate's lines. `written` False: the folder's own
-    files (no link to the original's) are not this attempt's (that live folder, read
-    again), nor is any file of a folder gone: their text is unknown (None)."""
+    (probes.reread) read the last candidate's lines. The text of a file of a folder gone
+    (but `files`) is unknown (None), and so, `written` False, is that of the folder's own
+    files (no link to the original's): not this attempt's (that live folder, read again)."""
     from reprospec.runners.docker.container import container_workdir
 
     own = dict(files)
-    roots = []
+    roots: list[str] = []  # each ending in "/"
     for folder in (workdir, workdir.resolve()):
         for root in (folder.as_posix(), container_workdir(folder)):
+            root = root.rstrip("/") + "/"
             if root not in roots:
-                roots.append(root.rstrip("/") or "/")
+                roots.append(root)
 
     def read(path: str) -> str | None:
         for root in roots:
-            if not path.startswith(root + "/"):
+            if not path.startswith(root):
                 continue
-            relative = posixpath.normpath(path[len(root) + 1 :])
+            relative = posixpath.normpath(path[len(root) :])
             if relative.startswith("../"):
                 continue
             if relative in own:
