@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.requirements import normalize
+from reprospec.core.words import PASS_YOUR_PYTHON
 
 _NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
 _NOT_EXECUTABLE = Lazy(
@@ -49,7 +50,7 @@ def not_started(
     *,
     argv: Sequence[str] | None = None,
     declared: Collection[str] = (),
-    unchosen: bool = False,
+    unchosen: str | None = None,
 ) -> str | None:
     """What the shell or Python said of a program it could not start (exit 127, 126, 2, or 1
     of `python -m`, with its own words on `stderr`), as the reason of an infra-error; else
@@ -63,10 +64,12 @@ def not_started(
     module missing still says to install it or add its package, first, and then names the
     declared packages, none of which provides it there, and the import that judges a
     version of theirs that lacks it under another name (`tlz` of an old toolz). `unchosen`:
-    the command's `python` ran reprospec's own interpreter (`Execution.unchosen_python`), in
-    which that import is the `--python` rule's infra-error too: it leads with `pass --python
-    PATH`, the fix an import of the module is given there (outcome/setupfail.py), not with
-    installing into reprospec's interpreter."""
+    that the command's `python` ran reprospec's own interpreter, in the words of
+    `Execution.unchosen_python`, in which that import is the `--python` rule's infra-error
+    too: said, it leads with `pass --python PATH`, the fix an import of the module is given
+    there (outcome/setupfail.py), not with installing into reprospec's interpreter, nor with
+    adding its package to `environment.packages`, which the local runner only checks: with
+    `--runner venv`, which installs them."""
     if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
         return f"command not found: {found['cmd'].strip()} (exit 127)"
     if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
@@ -87,15 +90,21 @@ def not_started(
     if normalize(missing) in declared:
         return None
     said = f"{found['exe']} -m {module}: no module named {missing} in that interpreter (exit 1)"
-    # Under reprospec's own interpreter "install it there" meant into reprospec's: the fix is
-    # the one setupfail's unchosen rule gives an import of the module, --python PATH.
+    # Under reprospec's own interpreter "install it there" meant into reprospec's, and the
+    # local runner installs no environment.packages (it checks them: "X is not installed"
+    # next): the fix is the one setupfail's unchosen rule gives an import of the module,
+    # --python PATH, or the venv runner, which installs them; said with why.
     if unchosen:
-        fix = "pass --python PATH (the interpreter that has it)"
-    elif not declared:
-        return f"{said}; install it there, or add it to environment.packages"
+        said = (
+            f"{said}; {unchosen}: {PASS_YOUR_PYTHON} it), or --runner venv with its package "
+            "in environment.packages"
+        )
+    elif declared:
+        said = (
+            f"{said}; install it there, or add the package that provides it to environment.packages"
+        )
     else:
-        fix = "install it there"
-    said = f"{said}; {fix}, or add the package that provides it to environment.packages"
+        return f"{said}; install it there, or add it to environment.packages"
     if not declared:
         return said
     # Declared packages were checked installed, at their versions, before the start; one may

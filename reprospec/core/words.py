@@ -128,6 +128,10 @@ def stopped_counts(reason: str) -> tuple[str, int, int] | None:
 
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
+# The fix of a module missing where the command's `python` ran reprospec's own interpreter,
+# one that was not chosen (`Execution.unchosen_python`): the import's reason
+# (outcome/setupfail.py) and `python -m`'s (core/notstarted.py) go on as each needs.
+PASS_YOUR_PYTHON = "pass --python PATH (the interpreter that has"
 # How an attempt's warning begins when its private TMPDIR or XDG_CACHE_HOME held files
 # (process/scratch.py): a failure that needs them shared across attempts is then hidden.
 PRIVATE_TMP_LEFT = "removed what the attempt left in its private "

@@ -40,6 +40,7 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
 from reprospec.core.requirements import normalize
 from reprospec.core.results import Execution, NotRun
+from reprospec.core.words import PASS_YOUR_PYTHON
 from reprospec.outcome.evidence import Evidence
 
 
@@ -75,7 +76,7 @@ def setup_failure(
         stderr,
         argv=argv,
         declared=declared,
-        unchosen=execution.unchosen_python is not None,
+        unchosen=execution.unchosen_python,
     )
     if said is not None:
         return NotRun(said)
@@ -102,7 +103,7 @@ def setup_failure(
         named = f"; none of environment.packages, {', '.join(sorted(declared))}, provides it here"
         return NotRun(
             f"ModuleNotFoundError: {exception.message} before any progress: "
-            f"{execution.unchosen_python}; pass --python PATH (the interpreter that has "
+            f"{execution.unchosen_python}; {PASS_YOUR_PYTHON} "
             f"what the command imports{named if declared else ''})"
         )
     return None

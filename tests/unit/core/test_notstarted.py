@@ -62,11 +62,14 @@ def test_under_reprospecs_own_interpreter_it_leads_with_python(
     # There `python -c 'import tlz'` is the --python rule's infra-error too (no metadata ties
     # tlz to toolz), whose reason says "pass --python PATH"; `-m` of it led with "install it
     # there", into reprospec's own interpreter, with --python only inside the judge's
-    # parenthesis (review).
-    said = not_started(1, f"{PY}: No module named tlz\n", declared=declared, unchosen=True)
+    # parenthesis (review). It then offered adding the package to environment.packages,
+    # which the local runner (the only one that sets `unchosen`) checks and never installs,
+    # and no longer said why --python: the runner's own words say it (review).
+    unchosen = f"`python` in the command ran reprospec's own interpreter {PY}"
+    said = not_started(1, f"{PY}: No module named tlz\n", declared=declared, unchosen=unchosen)
     assert said == (
-        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1); pass --python PATH "
-        "(the interpreter that has it), or add the package that provides it to "
+        f"{PY} -m tlz: no module named tlz in that interpreter (exit 1); {unchosen}: pass "
+        "--python PATH (the interpreter that has it), or --runner venv with its package in "
         f"environment.packages{judged}"
     )
 

@@ -60,7 +60,11 @@ def test_under_reprospecs_own_interpreter_the_reason_leads_with_python(
     )
     outcome = attempt_result(plan, execution, Evidence.read(execution)).outcome
     assert isinstance(outcome, NotRun)
-    assert "tlz in that interpreter (exit 1); pass --python PATH" in outcome.reason, outcome.reason
+    assert (
+        "tlz in that interpreter (exit 1); `python` in the command ran reprospec's own "
+        "interpreter /x/bin/python: pass --python PATH (the interpreter that has it), or "
+        "--runner venv with its package in environment.packages"
+    ) in outcome.reason, outcome.reason
     assert "install it there" not in outcome.reason, outcome.reason
 
 
