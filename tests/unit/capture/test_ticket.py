@@ -2738,6 +2738,21 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     assert (read_.command, read_.sender_paths) == ("torchrun --nproc_per_node 2 train.py", ())
     user = read("/home/alice/.local/bin/deepspeed train.py")
     assert (user.command, user.sender_paths) == ("deepspeed train.py", ())
+    assert (
+        "the command's /home/alice/.local/bin/deepspeed: an environment's console script, "
+        "by its name"
+    ) in user.evidence
+    conda = read_ticket(
+        "PS C:\\Users\\me\\p> C:\\Users\\me\\miniconda3\\envs\\t\\Scripts\\torchrun"
+        f" train.py{error}",
+        workdir=tmp_path,
+    )
+    assert (conda.command, conda.sender_paths) == ("torchrun train.py", ())
+    # A project's own `scripts/` or `bin/` is no environment's: the sender's path, a TODO
+    # item, where the run looked a bare `run.sh` up on PATH (command not found).
+    for own in ("/home/alice/proj/scripts/run.sh", "/home/alice/proj/bin/train.sh"):
+        project = read(f"timeout 60 {own}")
+        assert (project.command, project.sender_paths) == (f"timeout 60 {own}", (own,))
     # A user's AppData in any case is theirs, not their project's.
     cache = read("python train.py --cache c:/users/me/appdata/local/cache")
     assert cache.sender_paths == ()
