@@ -111,7 +111,13 @@ def render_spec(draft: Draft) -> str:
         out.append("#")
         out.append(TODO_HEADING)
         for item in draft.todo:
-            wrapped = textwrap.wrap(f"  - {item}", COMMENT_WIDTH, subsequent_indent="    ")
+            wrapped = textwrap.wrap(
+                f"  - {item}",
+                COMMENT_WIDTH,
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,  # spec/todo.py reads an item's paths back whole
+            )
             out += [f"# {part}" for part in wrapped]
     out.append("reprospec: 1")
     out.append(_pair("name", draft.name))

@@ -158,3 +158,16 @@ def test_a_command_that_names_the_senders_paths_is_unfilled_until_it_names_none(
         "command",
     )
     assert unfilled(block, paths.replace("/home/a/" + "p" * 60 + "/t.py", "t.py")) == ("command",)
+    # A hyphenated path and one longer than a line were split inside (`my-research-
+    # project`, at column 88), and read back with a space in them: never found (review).
+    for path in ("/home/alice/my-research-project/src/data/t.py", "/h/" + "q" * 100 + "/t.py"):
+        hyphens = render_spec(
+            Draft(
+                name="n",
+                command=f"python {path}",
+                todo=(senders_paths_item(("/home/alice/some-other-folder/c.yaml", path)),),
+            )
+        )
+        block = todo_block(hyphens)
+        assert block is not None
+        assert unfilled(block, hyphens) == ("command",)
