@@ -2085,14 +2085,24 @@ def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
     """`program` (an lldb command line's, `_lldb_program`) with the arguments its session's
     last launch of `commands` (lldb's, in order) gave it: `run ARGS`' or `r ARGS`', `process
     launch [OPTIONS] -- ARGS`', or where it gave none `target.run-args`' as `settings set`
-    (the driver's own for `-- ARGS`) or `settings append` left them; `program` as it is
-    where no launch is shown. None where the launch's words cannot be read (`process
-    launch` with options and no `--`): its arguments are unknown."""
+    (the driver's own for `-- ARGS`), `settings append` or an earlier launch's arguments
+    (which lldb saves there) left them; `program` as it is where no launch is shown. None
+    where the launch's words cannot be read (`process launch` with options and no `--`):
+    its arguments are unknown."""
     run_args: list[str] | None = None
     launched: list[str] | None = None
     unread = False
     for command in commands:
         words = _words(command)
+        if words[:1] == ["settings"] and "target.run-args" in words:
+            values = words[words.index("target.run-args") + 1 :]
+            if words[1:2] == ["set"]:
+                run_args = values
+            elif words[1:2] == ["append"]:
+                run_args = [*(program[1:] if run_args is None else run_args), *values]
+            elif words[1:2] == ["clear"]:
+                run_args = []
+            continue
         if words[:2] == ["process", "launch"]:
             rest = words[2:]
             if "--" in rest:
@@ -2103,14 +2113,12 @@ def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
                 unread = any(word.startswith("-") for word in launched)
         elif words[:1] in (["r"], ["run"]):
             launched, unread = words[1:], False
-        elif words[:1] == ["settings"] and "target.run-args" in words:
-            values = words[words.index("target.run-args") + 1 :]
-            if words[1:2] == ["set"]:
-                run_args = values
-            elif words[1:2] == ["append"]:
-                run_args = [*(program[1:] if run_args is None else run_args), *values]
-            elif words[1:2] == ["clear"]:
-                run_args = []
+        else:
+            continue
+        if launched and not unread:
+            # lldb saves a launch's arguments for the next (`target->SetRunArguments`):
+            # `run --count 4`, a breakpoint, then `run` ran `--count 4` again.
+            run_args = launched
     if unread:
         return None
     if launched is None:

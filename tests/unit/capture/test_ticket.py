@@ -2908,6 +2908,10 @@ Process 21888 launched: '/tmp/A/lldb/crash' (x86_64)
         ("process launch -- --count 4", "./crash --count 4"),
         ("process launch -s -- --count 4", "./crash --count 4"),
         ("settings set -- target.run-args --count 4\n(lldb) r", "./crash --count 4"),
+        # A launch's arguments are saved for the next: a second `run` ran them again.
+        ("run --count 4\n(lldb) run", "./crash --count 4"),
+        ("process launch -- --count 4\n(lldb) process launch", "./crash --count 4"),
+        ("run --count 4\n(lldb) settings clear target.run-args\n(lldb) run", "./crash"),
         # Its options and no `--`: which words are the program's is unknown, a TODO.
         ("process launch -w /tmp --count 4", None),
     ):
