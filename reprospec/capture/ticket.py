@@ -2509,7 +2509,7 @@ def _senders_paths(
     moved: list[tuple[str, str]] = []
     foreign: list[str] = []
     named: list[str] = []
-    changed: list[tuple[str, str, str]] = []
+    changed: list[tuple[int, str, str]] = []
     program = _program_at(words)
     for index, word in enumerate(words):
         option, equals, path = "", "", word
@@ -2541,8 +2541,7 @@ def _senders_paths(
             # _run_python writes the interpreter, which the run's environment provides.
             name = re.sub(r"(?i)\.exe$", "", parts[-1])
             named.append(path)
-            changed.append((word, "", name))
-            words[index] = name
+            changed.append((index, "", name))
             continue
         if here is None:
             if not _exists(Path(path)):
@@ -2551,11 +2550,10 @@ def _senders_paths(
         if index == program and "/" not in here:
             here = f"./{here}"  # a program by its bare name is looked for on PATH
         moved.append((path, here))
-        changed.append((word, f"{option}{equals}", here))
-        words[index] = f"{option}{equals}{here}"
+        changed.append((index, f"{option}{equals}", here))
     if not changed:
         return command, (), (), tuple(foreign)
-    head = _respelled(head, changed, words)
+    head = _respelled(head, changed)
     return " ".join(filter(None, (head, tail))), tuple(moved), tuple(named), tuple(foreign)
 
 
@@ -2580,21 +2578,47 @@ def _environments_script(parts: tuple[str, ...]) -> bool:
     return bool(above & _ENVIRONMENT_FOLDERS) or _exists(Path(*parts[:-1]) / "activate")
 
 
-def _respelled(head: str, changed: list[tuple[str, str, str]], words: list[str]) -> str:
-    """`head` with each changed word, in order (the word as read, what stays of it: `--data=`
-    or ``, its new value), written over where it stands as written, every other character
-    as the log has it: `shlex.join` quoted each word, so `$DATA_DIR`, `~/cfg.yaml` and
-    `*.txt` no longer expanded. `words` (the words as changed) joined where a changed word is
-    not found as written (the log quoted it)."""
+def _respelled(head: str, changed: list[tuple[int, str, str]]) -> str:
+    """`head` with each changed word (its index among `head`'s words, what stays of it:
+    `--data=` or ``, its new value) written over where it stands, quoted or not (`"C:\\Program
+    Files\\..."`), every other character as the log has it: `shlex.join` quoted each word, so
+    `$DATA_DIR`, `~/cfg.yaml` and `*.txt` no longer expanded."""
+    spans = _word_spans(head)
     out: list[str] = []
     at = 0
-    for word, kept, value in changed:
-        found = re.compile(rf"(?<!\S){re.escape(word)}(?=\s|$)").search(head, at)
-        if found is None:
-            return shlex.join(words)
-        out += [head[at : found.start()], kept, shlex.quote(value)]
-        at = found.end()
+    for index, kept, value in changed:
+        start, end = spans[index]
+        out += [head[at:start], kept, shlex.quote(value)]
+        at = end
     return "".join(out) + head[at:]
+
+
+def _word_spans(line: str) -> list[tuple[int, int]]:
+    """Where each of `line`'s words (`shlex.split`'s) starts and ends, its quotes and
+    backslashes in it: the quote-aware scan of split_at_operator's."""
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    quote = ""
+    escaped = False
+    for index, char in enumerate(line):
+        if start is None:
+            if char in " \t\r\n":
+                continue
+            start = index
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in " \t\r\n":
+            spans.append((start, index))
+            start = None
+    if start is not None:
+        spans.append((start, len(line)))
+    return spans
 
 
 def _exists(path: Path) -> bool:
@@ -2627,8 +2651,7 @@ def _run_python(command: str, said: str | None) -> tuple[str, str | None]:
         return command, None  # not Python, or `python`/`python3` as a spec writes it
     if version is not None and said is not None and version != said:
         return command, None
-    words[index] = "python"
-    head = _respelled(head, [(word, "", "python")], words)
+    head = _respelled(head, [(index, "", "python")])
     return " ".join(filter(None, (head, tail))), version
 
 

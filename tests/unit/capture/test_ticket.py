@@ -2720,9 +2720,12 @@ def test_only_the_words_rewritten_change_in_the_command(tmp_path: Path) -> None:
     assert read_ticket(moved, workdir=tmp_path).command == f"python train.py {rest}"
     interpreter = f"$ /opt/conda/bin/python3.10 train.py {rest}{error}"
     assert read_ticket(interpreter).command == f"python train.py {rest}"
-    # A word the log quoted is found as read, not as written: the words are joined then.
+    # A word the log quoted is written over where it stands, its quotes with it: the words
+    # were joined again, each quoted, and `$D` no longer expanded (review).
     quoted = f"$ python '/home/alice/proj/train.py' --data $D{error}"
-    assert read_ticket(quoted, workdir=tmp_path).command == "python train.py --data '$D'"
+    assert read_ticket(quoted, workdir=tmp_path).command == "python train.py --data $D"
+    both = f'$ "/opt/conda/bin/python3.10" -u "/home/a/p/train.py" "a b" *.txt{error}'
+    assert read_ticket(both, workdir=tmp_path).command == 'python -u train.py "a b" *.txt'
 
 
 def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
