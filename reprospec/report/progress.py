@@ -7,11 +7,11 @@ import sys
 import threading
 import time
 from bisect import bisect_left, insort
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from reprospec.core.inputs import Cell
 from reprospec.core.logtext import printable
@@ -487,47 +487,67 @@ _UNDECIDED_SAID = 5
 def undecided_lines(result: RunResult) -> list[str]:
     """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do
     (only report.md's reason said `run more attempts`), and how many is the question. At the
-    rate seen, the attempts after which its 95% interval no longer straddles the bound
-    (`--repeat` takes them, as `run.repeat: auto` with `run.max_repeat` does), looked for up
-    to the most a run of this many cells takes (`_repeat_limit`). An interrupted run's cells
-    are finished by `--resume` first, which its own line says."""
-    from reprospec.core.words import plural
-
+    rate seen, the attempts after which its 95% interval no longer straddles the bound,
+    looked for up to `--repeat`'s limit, and how to ask for them within a run's
+    (`_RunSize`). An interrupted run's cells are finished by `--resume` first, which its own
+    line says."""
     cells = [c for c in result.cells if c.verdict == "undecided" and not result.interrupted]
-    limit = _repeat_limit(len(result.cells))
     lines = []
+    size: _RunSize | None = None
     for cell in cells[:_UNDECIDED_SAID]:
         bound, rate = cell.expected.rate, cell.rate
         if bound is None or not rate.attempts:
             continue
+        size = size or _RunSize.of(result)
         said = (
             f"undecided: {cell.cell.id}: {cell_rate_phrase(rate, cell.expected)} straddles {bound}"
         )
-        lines.append(f"{said}; {_deciding(cell, bound, limit)}")
+        lines.append(f"{said}; {_deciding(cell, bound, size)}")
     if len(cells) > _UNDECIDED_SAID:
         lines.append(f"undecided: {plural(len(cells) - _UNDECIDED_SAID, 'more cell')} (report.md)")
     return lines
 
 
-def _repeat_limit(cells: int) -> tuple[int, str]:
-    """The most attempts a cell may be given and what sets it: `--repeat`'s own limit, or a
-    run's (cells times repeat), which a 20-cell matrix reaches at 5,000 (a `--repeat 6000`
-    said to decide a cell was then refused)."""
-    from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
-    from reprospec.core.words import plural
+class _RunSize(NamedTuple):
+    """What bounds the attempts a cell can be given (`bounds.MAX_ATTEMPTS` a run): `--repeat
+    N` over the cells the run's `-m` kept (`plan_run` checks N x those), `run.max_repeat`
+    over the spec's whole matrix (validation checks it x every cell: of 2 of 40 cells kept,
+    a `run.max_repeat: 6000` said to decide one was refused), and the matrix's axes, which
+    the `-m` filters of one cell name (a cell another's `include` axis is null in)."""
 
-    per_cell = MAX_ATTEMPTS // max(1, cells)
-    if per_cell >= MAX_REPEAT:
-        return MAX_REPEAT, "--repeat's limit"
-    return per_cell, f"a run's limit of {MAX_ATTEMPTS:,} attempts over {plural(cells, 'cell')}"
+    kept: int
+    cells: int
+    axes: Sequence[str]
+
+    @classmethod
+    def of(cls, result: RunResult) -> _RunSize:
+        """Read from the spec that ran (its text holds any `--set`), the run's `-m` filters
+        applied as `plan_run` does; a text that cannot be read so counts the run's cells."""
+        from reprospec.errors import UsageError
+        from reprospec.spec.matrix import MatrixError, known_axes, matrix_cells, select
+        from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+
+        filters = result.options.get("matrix_filters")
+        try:
+            document = load_yaml(result.spec_text).data
+            section = document.get("matrix") if isinstance(document, Mapping) else None
+            every = matrix_cells(section if isinstance(section, Mapping) else None)
+            kept = select(every, [str(f) for f in filters] if isinstance(filters, list) else [])
+            return cls(len(kept), len(every), known_axes(every))
+        except (YamlSourceError, MatrixError, UsageError):
+            count = len(result.cells)
+            return cls(count, count, known_axes([c.cell for c in result.cells]))
 
 
-def _deciding(cell: CellResult, bound: RateBound, limit: tuple[int, str]) -> str:
+def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     """What more attempts do to an undecided cell's rate: nothing where every attempt
     missed the expect the same way (the expect is what to change, as report.md's reason
-    says); else how many decide it and which way at the rate seen; that none refutes `>0`
-    where no failure was seen, and the bound that clean attempts would (`refuting_bound`);
-    that the rate seen is the bound itself; or that it takes more than the limit."""
+    says); else how many decide it and which way at the rate seen, asked as `--repeat N`
+    where the run's cells take that many each, else with the `-m` filters of the cell
+    alone, and as `run.max_repeat` where the spec's cells do; that none refutes `>0` where
+    no failure was seen, and the bound that clean attempts would (`refuting_bound`); that
+    the rate seen is the bound itself; or that it takes more than `--repeat`'s limit."""
+    from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
     from reprospec.core.rates import attempts_to_decide, judge_rate, rate_at, refuting_bound
     from reprospec.outcome.judge import missed_alike
 
@@ -537,16 +557,20 @@ def _deciding(cell: CellResult, bound: RateBound, limit: tuple[int, str]) -> str
             "the failure that happens, and more attempts will not settle it"
         )
     rate = cell.rate
-    most, which = limit
     seen = rate.matched / rate.attempts
-    needed = attempts_to_decide(seen, bound, rate.attempts, most)
+    needed = attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT)
     if needed is not None:
         decided = judge_rate(rate_at(seen, needed), bound)
         verdict = "reproduced" if decided == "met" else "not reproduced"
-        return (
-            f"at the rate seen, about {needed} attempts decide it ({verdict}): --repeat "
-            f"{needed} (or run.repeat: auto with run.max_repeat: {needed})"
-        )
+        said = f"at the rate seen, about {needed} attempts decide it ({verdict}): "
+        if needed * size.kept > MAX_ATTEMPTS:
+            return (
+                f"{said}--repeat {needed} {_cell_alone(cell.cell, size.axes)}, the cell alone "
+                f"({plural(size.kept, 'cell')} x {needed} is past a run's limit of "
+                f"{MAX_ATTEMPTS:,} attempts)"
+            )
+        auto = f" (or run.repeat: auto with run.max_repeat: {needed})"
+        return f"{said}--repeat {needed}{auto if needed * size.cells <= MAX_ATTEMPTS else ''}"
     if rate.matched == 0 and bound.op == ">" and bound.value <= 0:
         floor, clean = refuting_bound(0, rate.attempts)
         return (
@@ -555,7 +579,19 @@ def _deciding(cell: CellResult, bound: RateBound, limit: tuple[int, str]) -> str
         )
     if math.isclose(seen, bound.value):
         return "the rate seen is the bound itself: more attempts may not decide it"
-    return f"at the rate seen, it takes more than {most:,} attempts ({which})"
+    return f"at the rate seen, it takes more than {MAX_REPEAT:,} attempts (--repeat's limit)"
+
+
+def _cell_alone(cell: Cell, axes: Sequence[str]) -> str:
+    """The `-m` words that keep `cell` alone: each axis at its value (`exact_filter`), an
+    axis only other cells hold as null."""
+    import shlex
+
+    from reprospec.spec.matrix import exact_filter
+
+    matrix = cell.matrix
+    order = [*matrix, *(a for a in axes if a not in matrix)]
+    return " ".join(f"-m {shlex.quote(exact_filter(a, matrix.get(a)))}" for a in order)
 
 
 def _preload_unused(result: RunResult) -> str | None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reprospec.core.inputs import Cell
+from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import rate_of
 from reprospec.core.results import CellResult, RunResult
 from reprospec.core.units import parse_rate
 from reprospec.report.progress import undecided_lines
+from reprospec.spec.matrix import matrix_cells, select
+from reprospec.spec.yamlsource import load_yaml
 from tests.support.runs import segfault_matrix
 
 
@@ -23,8 +26,13 @@ def _undecided(matched: int, attempts: int, rate: str, index: int = 0) -> CellRe
     )
 
 
-def _run(*cells: CellResult) -> RunResult:
-    return replace(segfault_matrix(), cells=cells)
+def _run(*cells: CellResult, spec_cells: int = 0, filters: tuple[str, ...] = ()) -> RunResult:
+    """A run of `cells` (axis `n`), of a spec whose matrix is n: 0.. (`spec_cells` of them,
+    else as many as the run has) that `filters` (`-m`) selected them from."""
+    values = ", ".join(str(n) for n in range(spec_cells or len(cells)))
+    spec = f"reprospec: 1\nname: val-segfault\nmatrix:\n  n: [{values}]\ncommand: ./crash\n"
+    options: JsonObject = {"matrix_filters": list(filters)}
+    return replace(segfault_matrix(), cells=cells, spec_text=spec, options=options)
 
 
 def test_a_decidable_cell_is_told_its_repeat() -> None:
@@ -59,16 +67,48 @@ def test_the_bound_itself_is_said_only_of_a_rate_at_the_bound() -> None:
     assert line.endswith("at the rate seen, it takes more than 10,000 attempts (--repeat's limit)")
 
 
-def test_a_large_matrix_is_told_no_repeat_past_a_runs_limit() -> None:
-    # 43/400 is decided at 6,014 attempts, which 20 cells (5,000 each at most) cannot run.
+def test_a_large_matrix_is_told_the_repeat_of_the_cell_alone() -> None:
+    # 43/400 is decided at 6,014 attempts, which 20 cells (5,000 each at most) cannot run:
+    # the cell alone can (`-m n=0 --repeat 6014`), where the line said it could not be.
     cells = [_undecided(43, 400, ">=0.1", n) for n in range(20)]
     lines = undecided_lines(_run(*cells))
     assert lines[0].endswith(
-        "at the rate seen, it takes more than 5,000 attempts "
-        "(a run's limit of 100,000 attempts over 20 cells)"
+        "about 6014 attempts decide it (reproduced): --repeat 6014 -m n=0, the cell alone "
+        "(20 cells x 6014 is past a run's limit of 100,000 attempts)"
     )
+    assert "run.max_repeat" not in lines[0]
     assert lines[-1] == "undecided: 15 more cells (report.md)"
     assert len(lines) == 6
+
+
+def test_run_max_repeat_is_offered_only_where_the_specs_whole_matrix_takes_it() -> None:
+    # 2 of 40 cells kept by -m run 6,014 attempts each, but run.max_repeat is checked
+    # against all 40 cells (240,560 attempts): it was offered, and validation refused it.
+    cells = [_undecided(43, 400, ">=0.1", n) for n in range(2)]
+    (line, _) = undecided_lines(_run(*cells, spec_cells=40, filters=("n=0", "n=1")))
+    assert line.endswith("about 6014 attempts decide it (reproduced): --repeat 6014")
+    # 5 attempts each of the 40 is within it: offered.
+    (line,) = undecided_lines(_run(_undecided(1, 3, ">=0.1"), spec_cells=40, filters=("n=0",)))
+    assert line.endswith("--repeat 5 (or run.repeat: auto with run.max_repeat: 5)")
+
+
+def test_the_cell_alone_is_said_with_the_axes_other_cells_hold() -> None:
+    # An axis only another cell holds (an `include` entry's `pin`) is null in this one, and
+    # said so, as a job matrix's filters are: the words keep this cell alone.
+    spec = (
+        "reprospec: 1\nname: g\ncommand: ./crash\nmatrix:\n"
+        f"  n: [{', '.join(str(n) for n in range(20))}]\n  include: [{{n: 19, pin: true}}]\n"
+    )
+    document = load_yaml(spec).data
+    assert isinstance(document, dict)
+    assert isinstance(document["matrix"], dict)
+    every = matrix_cells(document["matrix"])
+    cells = [replace(_undecided(43, 400, ">=0.1"), cell=cell) for cell in every]
+    lines = undecided_lines(replace(_run(*cells), spec_text=spec))
+    assert len(every) == 20
+    said = lines[0].partition("--repeat 6014 ")[2].partition(", the cell alone")[0]
+    assert said == "-m n=0 -m pin=null"
+    assert list(select(every, ["n=0", "pin=null"])) == [every[0]]
 
 
 def test_no_failure_seen_against_more_than_zero_is_told_a_bound_clean_attempts_refute() -> None:
