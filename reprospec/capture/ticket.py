@@ -2552,9 +2552,15 @@ def _senders_paths(
         moved.append((path, here))
         changed.append((index, f"{option}{equals}", here))
     if not changed:
-        return command, (), (), tuple(foreign)
+        return command, (), (), tuple(dict.fromkeys(foreign))
     head = _respelled(head, changed)
-    return " ".join(filter(None, (head, tail))), tuple(moved), tuple(named), tuple(foreign)
+    # A path typed twice (`train.py ... out=train.py`) is one evidence line, one TODO path.
+    return (
+        " ".join(filter(None, (head, tail))),
+        tuple(dict.fromkeys(moved)),
+        tuple(dict.fromkeys(named)),
+        tuple(dict.fromkeys(foreign)),
+    )
 
 
 # The folders of an environment's programs' folder: a virtual environment's (`.venv`,

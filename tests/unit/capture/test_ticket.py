@@ -2765,6 +2765,14 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     assert hydra.sender_paths == ("/h/a/z",)
     (todo,) = [item for item in skeleton(hydra, "t.md").todo if item.startswith("command:")]
     assert "name it by a path the reader has" in todo
+    # A path typed twice is one pair and one evidence line, one foreign path (review).
+    twice = read("python /home/a/p/train.py out=/home/a/p/train.py --c /h/x.yaml --d /h/x.yaml")
+    assert twice.command == "python train.py out=train.py --c /h/x.yaml --d /h/x.yaml"
+    assert twice.sender_paths == ("/h/x.yaml",)
+    said = [line for line in twice.evidence if line.startswith("the command's /home/a/p/")]
+    assert said == [
+        "the command's /home/a/p/train.py: the sender's path; train.py under this folder"
+    ]
 
 
 def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:
