@@ -545,8 +545,9 @@ def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     says); else how many decide it and which way at the rate seen, asked as `--repeat N`
     where the run's cells take that many each, else with the `-m` filters of the cell
     alone, and as `run.max_repeat` where the spec's cells do; that none refutes `>0` where
-    no failure was seen, and the bound that clean attempts would (`refuting_bound`); that
-    the rate seen is the bound itself; or that it takes more than `--repeat`'s limit."""
+    no failure was seen, and the bound that clean attempts would (`refuting_bound`), or
+    `<1` where every attempt failed, and the bound that failures would; that the rate seen
+    is the bound itself; or that it takes more than `--repeat`'s limit."""
     from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
     from reprospec.core.rates import attempts_to_decide, judge_rate, rate_at, refuting_bound
     from reprospec.outcome.judge import missed_alike
@@ -576,6 +577,13 @@ def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
         return (
             f"one failure meets {bound} and no count of clean attempts refutes it: "
             f"expect.rate: '>={floor:g}' is refuted by {clean} clean attempts"
+        )
+    if rate.matched == rate.attempts and bound.op == "<" and bound.value >= 1:
+        # The mirror of `>0`: no count of failures refutes `<1`, one clean attempt meets it.
+        floor, failing = refuting_bound(0, rate.attempts)
+        return (
+            f"one clean attempt meets {bound} and no count of failures refutes it: "
+            f"expect.rate: '<={1 - floor:g}' is refuted by {failing} failing attempts"
         )
     if math.isclose(seen, bound.value):
         return "the rate seen is the bound itself: more attempts may not decide it"

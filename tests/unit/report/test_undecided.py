@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.rates import rate_of
+from reprospec.core.rates import judge_rate, rate_of
 from reprospec.core.results import CellResult, RunResult
 from reprospec.core.units import parse_rate
 from reprospec.report.progress import undecided_lines
@@ -119,6 +119,19 @@ def test_no_failure_seen_against_more_than_zero_is_told_a_bound_clean_attempts_r
         "one failure meets >0 and no count of clean attempts refutes it: "
         "expect.rate: '>=0.01' is refuted by 382 clean attempts"
     )
+
+
+def test_every_attempt_failing_against_less_than_one_is_told_a_bound_failures_refute() -> None:
+    # The mirror of `>0`: no count of failures decides `<1` and one clean attempt meets it;
+    # 3/3 was told "the rate seen is the bound itself", which left nothing to do.
+    (line,) = undecided_lines(_run(_undecided(3, 3, "<1")))
+    assert "--repeat" not in line
+    assert line.endswith(
+        "one clean attempt meets <1 and no count of failures refutes it: "
+        "expect.rate: '<=0.99' is refuted by 382 failing attempts"
+    )
+    # ... which they do: 382 of 382 fail `<=0.99`.
+    assert judge_rate(rate_of(382, 382), parse_rate("<=0.99")) == "failed"
 
 
 def test_an_interrupted_run_says_none() -> None:
