@@ -147,7 +147,7 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
         kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
         reason = _plain_reason(expectation, usable, rate)
     else:
-        kind = _RATE_VERDICTS[judge_rate(rate, expectation.rate)]
+        kind = rate_verdict(judge_rate(rate, expectation.rate))
         reason = _rate_reason(
             expectation, expectation.rate, rate, _missed(usable), _missed_alike(usable)
         )
@@ -206,6 +206,20 @@ def missed_alike(attempts: Sequence[AttemptResult]) -> str:
     return _missed(usable) if _missed_alike(usable) else ""
 
 
+def alike_phrase(missed: str) -> str:
+    """What a cell whose attempts all missed the same `missed` keys (`_missed_alike`) is
+    told in place of more attempts: its reason, and `run`'s undecided line."""
+    return (
+        f"every attempt failed that way but missed {missed}: the expect does not describe "
+        "the failure that happens; more attempts will not settle it"
+    )
+
+
+def rate_verdict(judgement: RateJudgement) -> VerdictKind:
+    """The verdict a rate judged against its bound gives the cell (`met`: reproduced)."""
+    return _RATE_VERDICTS[judgement]
+
+
 def _rate_reason(
     expectation: Expectation, bound: RateBound, rate: Rate, missed: str, alike: bool = False
 ) -> str:
@@ -214,11 +228,7 @@ def _rate_reason(
     judged = judge_rate(rate, bound)
     # What the misses missed, when a key other than the outcome's kind did (`_missed`).
     if alike and judged == "undecided":
-        return (
-            f"undecided: {observed} straddles {bound} ({what}), and every attempt failed that "
-            f"way but missed {missed}: the expect does not describe the failure that happens; "
-            "more attempts will not settle it"
-        )
+        return f"undecided: {observed} straddles {bound} ({what}), and {alike_phrase(missed)}"
     missed = f"; missed {missed}" if missed else ""
     if judged == "undecided":
         # "intermittent" when it did happen sometimes and not always.

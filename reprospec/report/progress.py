@@ -550,19 +550,15 @@ def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     is the bound itself; or that it takes more than `--repeat`'s limit."""
     from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
     from reprospec.core.rates import attempts_to_decide, judge_rate, rate_at, refuting_bound
-    from reprospec.outcome.judge import missed_alike
+    from reprospec.outcome.judge import alike_phrase, missed_alike, rate_verdict
 
     if keys := missed_alike(cell.attempts):
-        return (
-            f"every attempt failed that way but missed {keys}: the expect does not describe "
-            "the failure that happens, and more attempts will not settle it"
-        )
+        return alike_phrase(keys)
     rate = cell.rate
     seen = rate.matched / rate.attempts
     needed = attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT)
     if needed is not None:
-        decided = judge_rate(rate_at(seen, needed), bound)
-        verdict = "reproduced" if decided == "met" else "not reproduced"
+        verdict = rate_verdict(judge_rate(rate_at(seen, needed), bound)).replace("-", " ")
         said = f"at the rate seen, about {needed} attempts decide it ({verdict}): "
         if needed * size.kept > MAX_ATTEMPTS:
             return (

@@ -55,7 +55,7 @@ def test_a_cell_whose_attempts_all_missed_alike_is_pointed_to_its_expect() -> No
     assert "--repeat" not in line
     assert line.endswith(
         "every attempt failed that way but missed signal: expected SIGSEGV, got SIGABRT: the "
-        "expect does not describe the failure that happens, and more attempts will not settle it"
+        "expect does not describe the failure that happens; more attempts will not settle it"
     )
 
 
