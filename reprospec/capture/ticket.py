@@ -113,21 +113,25 @@ _WORKER_REPORT_SIGNALS = {
     "floating-point exception": "SIGFPE",
 }
 # The Mach exceptions of a crash, as the signal the same fault raises on Linux, where the
-# spec runs (as faulthandler's Windows exceptions are read): EXC_BREAKPOINT is a trap
-# instruction's on arm64 (`brk`: `__builtin_trap`, Swift's and Rust's traps), SIGTRAP on
-# Linux aarch64. EXC_CRASH names its signal in its detail (`EXC_CRASH (SIGABRT)`); one that
-# names none (`EXC_CRASH (code=0, subcode=0x0)`) says no signal to expect.
+# spec runs (as faulthandler's Windows exceptions are read). EXC_CRASH names its signal in
+# its detail (`EXC_CRASH (SIGABRT)`); one that names none (`EXC_CRASH (code=0,
+# subcode=0x0)`) says no signal to expect.
 _LLDB_EXCEPTIONS = {
     "EXC_BAD_ACCESS": "SIGSEGV",
     "EXC_BAD_INSTRUCTION": "SIGILL",
     "EXC_ARITHMETIC": "SIGFPE",
-    "EXC_BREAKPOINT": "SIGTRAP",
 }
+# A trap instruction's (`__builtin_trap`, Swift's and Rust's traps): `brk` on arm64, which
+# Linux aarch64 raises as SIGTRAP, but `ud2` on x86_64, SIGILL (an Intel Mac's
+# EXC_BAD_INSTRUCTION): a crash whose signal depends on the machine the spec runs on.
+_LLDB_TRAP = "EXC_BREAKPOINT"
+_LLDB_TRAP_SIGNALS = "SIGTRAP on Linux aarch64, SIGILL on x86_64: no signal expected"
 # Where a pasted failure begins: the prompt line nearest before it ran it (lldb's stop of
-# a Mach exception only where it is read as a signal).
+# a Mach exception only where it is read as a signal, or a trap's crash).
+_LLDB_CRASHES = "|".join([*_LLDB_EXCEPTIONS, _LLDB_TRAP])
 _FAILURE_START = re.compile(
     r"Traceback \(most recent call last\)|Fatal Python error|ERROR: Unexpected \w"
-    rf"|received signal SIG|stop reason = (?:signal SIG|(?:{'|'.join(_LLDB_EXCEPTIONS)})\b"
+    rf"|received signal SIG|stop reason = (?:signal SIG|(?:{_LLDB_CRASHES})\b"
     r"|EXC_CRASH \([^)\n]*\bSIG)|Segmentation fault|Bus error|Timeout \(\d"
 )
 # A command run to show the machine: `python -m torch.utils.collect_env`, `pip list`,
@@ -644,7 +648,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         evidence.append(f"gdb: {gdb.group(0).strip()}")
     lldb = _lldb_signal(clean) if signal is None else None
     if lldb is not None:
-        signal = lldb[0]
+        signal = lldb[0]  # None for a trap: a crash, of whichever signal the machine's
         evidence.append(f"lldb: {lldb[1]}")
     # pytest-xdist's report of a worker that died running a test (`[gw0] node down: Not
     # properly terminated`): the crash is the worker's, a child of pytest, as a live run
@@ -857,7 +861,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             "a traceback that ends in KeyboardInterrupt: the program was stopped by hand "
             "(Ctrl-C) where it waited, read as a hang"
         )
-    elif signal is not None or xdist is not None:
+    elif signal is not None or xdist is not None or lldb is not None:
         outcome = "crash"
     elif chain or exit_code is not None:
         outcome = "error"
@@ -1888,13 +1892,16 @@ def _lldb_frame(rest: str) -> str:
     return f"{function}@{where}" if where else function
 
 
-def _lldb_signal(text: str) -> tuple[str, str, int] | None:
+def _lldb_signal(text: str) -> tuple[str | None, str, int] | None:
     """The crash signal lldb's first stop of a crash says (`stop reason = signal SIGSEGV`,
-    macOS's `EXC_BAD_ACCESS` as SIGSEGV), its words for the evidence, and where in `text`
-    that stop is (its frames follow it); None where it shows none: gdb's were read, lldb's
-    left `no failure found`."""
+    macOS's `EXC_BAD_ACCESS` as SIGSEGV; None for a trap's `EXC_BREAKPOINT`, a crash whose
+    signal is the running machine's), its words for the evidence, and where in `text` that
+    stop is (its frames follow it); None where it shows none: gdb's were read, lldb's left
+    `no failure found`."""
     for stop in _LLDB_STOP.finditer(text):
         said = stop.group(0).removeprefix("stop reason = ")
+        if stop["exception"] == _LLDB_TRAP:
+            return None, f"{said} ({_LLDB_TRAP_SIGNALS})", stop.start()
         if stop["signal"] is not None:
             signal = canonical_signal(stop["signal"])
         else:

@@ -2998,10 +2998,15 @@ def test_an_lldb_mach_exception_is_read_as_its_linux_signal() -> None:
     stopped = mac.replace("EXC_BAD_ACCESS (code=1, address=0x0)", "breakpoint 1.1")
     assert read_ticket(stopped).failure.signal is None
     # A trap instruction's (`brk` on arm64: `__builtin_trap`, Swift's and Rust's traps) was
-    # `no failure found`: SIGTRAP, as on Linux aarch64.
+    # `no failure found`, then SIGTRAP, which only Linux aarch64 raises: x86_64's `ud2` is
+    # SIGILL, so a crash with no signal expected (review).
     trapped = read_ticket(mac.replace("EXC_BAD_ACCESS (code=1, address=0x0)", TRAP))
-    assert (trapped.failure.outcome, trapped.failure.signal) == ("crash", "SIGTRAP")
-    assert trapped.evidence == (f"lldb: {TRAP} (SIGTRAP on Linux)",)
+    assert (trapped.failure.outcome, trapped.failure.signal) == ("crash", None)
+    assert trapped.evidence == (
+        f"lldb: {TRAP} (SIGTRAP on Linux aarch64, SIGILL on x86_64: no signal expected)",
+    )
+    expect = skeleton(trapped, "t.md").expect
+    assert (expect["outcome"], "signal" in expect) == ("crash", False)
     # An EXC_CRASH that names no signal is none, nor where the failure begins: the prompt
     # before the traceback after it ran the program, not the one before it.
     unnamed = """\
