@@ -102,6 +102,7 @@ from reprospec.core.words import (
     A_SHELLS_SIGKILL_SENT_BY_A_PROCESS,
     AS_A_SHELL_REPORTS_IT,
     PASSED_BESIDE_A_CRASH,
+    PID_NOUNS,
     SIGKILL_OR_AN_EXIT_STATUS,
     SIGKILL_SENT_BY_A_PROCESS,
     plural,
@@ -1417,8 +1418,6 @@ def _title(
 _PID = re.compile(
     r" \(pid \d+\)|(?P<lead>\s?)\b(?:(?P<child>child) )?pid \d+(?P<s>'s)?(?P<space> ?)"
 )
-# The nouns a pid may follow, which name the process without it (`the DataLoader worker`).
-_PID_NOUNS = frozenset({"worker", "process", "child"})
 
 
 def tidied_lines(tidied: tuple[tuple[str, str], ...]) -> list[str]:
@@ -1449,7 +1448,7 @@ def without_pids(detail: str) -> str:
         # What followed the pid stays joined as it was: `pid 4200's threads`, `(pid 42:`.
         after = (match["s"] or "") + match["space"]
         before = re.search(r"(\w+)$", match.string[: match.start()].rstrip())
-        if not match["child"] and before and before.group(1).lower() in _PID_NOUNS:
+        if not match["child"] and before and before.group(1).lower() in PID_NOUNS:
             return after  # `the DataLoader worker pid 42`: the noun stays
         # A pid that is the clause's subject (`; pid 42 (python x.py), the first process
         # of the pipeline`, `killed by pid 42, then`): without it the clause read `; (python

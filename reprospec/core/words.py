@@ -248,6 +248,12 @@ def child_named(outcome: Outcome) -> str:
     return ""
 
 
+# The nouns the engine's phrasings put before a process's id (`child pid 4242`, `a
+# DataLoader worker pid 42`), each of which names the process without it: what stays of
+# the phrase where capture takes the pid out (capture/command.py's without_pids).
+PID_NOUNS = frozenset({"worker", "process", "child"})
+
+
 def _child(outcome: Outcome, *, pid: bool) -> str:
     """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
     who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
