@@ -2415,18 +2415,8 @@ def _bounded(command: str, *, kill: bool = False) -> bool:
 def split_at_operator(line: str) -> tuple[str, str]:
     """`line` cut where its first shell operator outside quotes begins (`<`, `>`, `|`,
     `;`, `&`): the simple command before it, and the rest as written (`` when none)."""
-    quote = ""
-    escaped = False
-    for index, char in enumerate(line):
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "<>|;&":
+    for index, char, bare in _bare_chars(line):
+        if bare and char in "<>|;&":
             start = index
             if char in "<>":  # `2>&1`, `1>out`: the descriptor's digits belong to it
                 while start > 0 and line[start - 1].isdigit():
@@ -2608,16 +2598,30 @@ def _respelled(head: str, changed: list[tuple[int, str, str]]) -> str:
 
 def _word_spans(line: str) -> list[tuple[int, int]]:
     """Where each of `line`'s words (`shlex.split`'s) starts and ends, its quotes and
-    backslashes in it: the quote-aware scan of split_at_operator's."""
+    backslashes in it."""
     spans: list[tuple[int, int]] = []
     start: int | None = None
+    for index, char, bare in _bare_chars(line):
+        if start is None:
+            if char in " \t\r\n":
+                continue  # between words: nothing is quoted or escaped here
+            start = index
+        if bare and char in " \t\r\n":
+            spans.append((start, index))
+            start = None
+    if start is not None:
+        spans.append((start, len(line)))
+    return spans
+
+
+def _bare_chars(line: str) -> Iterator[tuple[int, str, bool]]:
+    """Each character of a shell line with whether it is bare: outside quotes, not
+    escaped, and not itself a quote or backslash (where an operator or a word's end can be);
+    split_at_operator's and _word_spans' one scan."""
     quote = ""
     escaped = False
     for index, char in enumerate(line):
-        if start is None:
-            if char in " \t\r\n":
-                continue
-            start = index
+        bare = False
         if escaped:
             escaped = False
         elif char == "\\" and quote != "'":
@@ -2626,12 +2630,9 @@ def _word_spans(line: str) -> list[tuple[int, int]]:
             quote = "" if char == quote else quote
         elif char in "'\"":
             quote = char
-        elif char in " \t\r\n":
-            spans.append((start, index))
-            start = None
-    if start is not None:
-        spans.append((start, len(line)))
-    return spans
+        else:
+            bare = True
+        yield index, char, bare
 
 
 def _exists(path: Path) -> bool:
