@@ -549,16 +549,16 @@ def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     `<1` where every attempt failed, and the bound that failures would; that the rate seen
     is the bound itself; or that it takes more than `--repeat`'s limit."""
     from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
-    from reprospec.core.rates import attempts_to_decide, judge_rate, rate_at, refuting_bound
+    from reprospec.core.rates import attempts_to_decide, refuting_bound
     from reprospec.outcome.judge import alike_phrase, missed_alike, rate_verdict
 
     if keys := missed_alike(cell.attempts):
         return alike_phrase(keys)
     rate = cell.rate
     seen = rate.matched / rate.attempts
-    needed = attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT)
-    if needed is not None:
-        verdict = rate_verdict(judge_rate(rate_at(seen, needed), bound)).replace("-", " ")
+    if decided := attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT):
+        needed, judged = decided
+        verdict = rate_verdict(judged).replace("-", " ")
         said = f"at the rate seen, about {needed} attempts decide it ({verdict}): "
         if needed * size.kept > MAX_ATTEMPTS:
             return (

@@ -38,7 +38,8 @@ def _run(*cells: CellResult, spec_cells: int = 0, filters: tuple[str, ...] = ())
 def test_a_decidable_cell_is_told_its_repeat() -> None:
     (line,) = undecided_lines(_run(_undecided(1, 3, ">=0.1")))
     assert line.startswith("undecided: n=0: 1/3 (95% CI 0.06–0.80) straddles >=0.1; ")
-    assert "at the rate seen, about 5 attempts decide it (reproduced): --repeat 5" in line
+    # At 1/3 itself (2 of 5 was 0.4, which 1 of 3 is not).
+    assert "at the rate seen, about 7 attempts decide it (reproduced): --repeat 7" in line
     # Which way more attempts decide it is said: none of 3 straddles >=0.5, none of 4 fails it.
     (line,) = undecided_lines(_run(_undecided(0, 3, ">=0.5")))
     assert "about 4 attempts decide it (not reproduced): --repeat 4" in line
@@ -68,13 +69,13 @@ def test_the_bound_itself_is_said_only_of_a_rate_at_the_bound() -> None:
 
 
 def test_a_large_matrix_is_told_the_repeat_of_the_cell_alone() -> None:
-    # 43/400 is decided at 6,014 attempts, which 20 cells (5,000 each at most) cannot run:
-    # the cell alone can (`-m n=0 --repeat 6014`), where the line said it could not be.
+    # 43/400 is decided at 6,147 attempts, which 20 cells (5,000 each at most) cannot run:
+    # the cell alone can (`-m n=0 --repeat 6147`), where the line said it could not be.
     cells = [_undecided(43, 400, ">=0.1", n) for n in range(20)]
     lines = undecided_lines(_run(*cells))
     assert lines[0].endswith(
-        "about 6014 attempts decide it (reproduced): --repeat 6014 -m n=0, the cell alone "
-        "(20 cells x 6014 is past a run's limit of 100,000 attempts)"
+        "about 6147 attempts decide it (reproduced): --repeat 6147 -m n=0, the cell alone "
+        "(20 cells x 6147 is past a run's limit of 100,000 attempts)"
     )
     assert "run.max_repeat" not in lines[0]
     assert lines[-1] == "undecided: 15 more cells (report.md)"
@@ -82,14 +83,14 @@ def test_a_large_matrix_is_told_the_repeat_of_the_cell_alone() -> None:
 
 
 def test_run_max_repeat_is_offered_only_where_the_specs_whole_matrix_takes_it() -> None:
-    # 2 of 40 cells kept by -m run 6,014 attempts each, but run.max_repeat is checked
-    # against all 40 cells (240,560 attempts): it was offered, and validation refused it.
+    # 2 of 40 cells kept by -m run 6,147 attempts each, but run.max_repeat is checked
+    # against all 40 cells (245,880 attempts): it was offered, and validation refused it.
     cells = [_undecided(43, 400, ">=0.1", n) for n in range(2)]
     (line, _) = undecided_lines(_run(*cells, spec_cells=40, filters=("n=0", "n=1")))
-    assert line.endswith("about 6014 attempts decide it (reproduced): --repeat 6014")
-    # 5 attempts each of the 40 is within it: offered.
+    assert line.endswith("about 6147 attempts decide it (reproduced): --repeat 6147")
+    # 7 attempts each of the 40 is within it: offered.
     (line,) = undecided_lines(_run(_undecided(1, 3, ">=0.1"), spec_cells=40, filters=("n=0",)))
-    assert line.endswith("--repeat 5 (or run.repeat: auto with run.max_repeat: 5)")
+    assert line.endswith("--repeat 7 (or run.repeat: auto with run.max_repeat: 7)")
 
 
 def test_the_cell_alone_is_said_with_the_axes_other_cells_hold() -> None:
@@ -106,7 +107,7 @@ def test_the_cell_alone_is_said_with_the_axes_other_cells_hold() -> None:
     cells = [replace(_undecided(43, 400, ">=0.1"), cell=cell) for cell in every]
     lines = undecided_lines(replace(_run(*cells), spec_text=spec))
     assert len(every) == 20
-    said = lines[0].partition("--repeat 6014 ")[2].partition(", the cell alone")[0]
+    said = lines[0].partition("--repeat 6147 ")[2].partition(", the cell alone")[0]
     assert said == "-m n=0 -m pin=null"
     assert list(select(every, ["n=0", "pin=null"])) == [every[0]]
 
