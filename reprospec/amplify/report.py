@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.amplify.search import AmplifyResult, ArmResult
-from reprospec.core.answers import rendered, run_ids, search_exit_code
+from reprospec.core.answers import rendered, runs_markdown, search_exit_code
 from reprospec.core.atomicfile import save_each, write_atomic
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
@@ -375,7 +375,7 @@ def markdown(found: AmplifyReport) -> str:
     if found.command_line:
         lines += ["", "## How to rerun", "", f"    {found.command_line}"]
     if found.runs:
-        lines += ["", "## Runs", "", *run_ids(found.runs)]
+        lines += ["", "## Runs", "", *runs_markdown(found.runs)]
     return "\n".join(lines) + "\n"
 
 

@@ -71,7 +71,7 @@ def search_exit_code(
 _RUNS_SHOWN = 5
 
 
-def run_ids(runs: Collection[str]) -> list[str]:
+def runs_markdown(runs: Collection[str]) -> list[str]:
     """A search report's run ids, one per probe (amplify.md's `## Runs`, isolate.md's
     `Runs:`): up to 5 on one line, each backquoted; past that, in a `<details>` block that
     names how many and the first three. None where there are none."""

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reprospec.core.answers import rendered, run_ids, search_exit_code
+from reprospec.core.answers import rendered, runs_markdown, search_exit_code
 from reprospec.core.atomicfile import save_all
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Cell, Expectation
@@ -333,7 +333,7 @@ def markdown(found: IsolateResult) -> str:
     if found.runs:
         # A search of 100 attempts makes 100 or so probe runs: inline, their ids were one
         # line of 4,000 characters at the report's end (folded as amplify.md's are).
-        out += ["", "Runs:", "", *run_ids(found.runs)]
+        out += ["", "Runs:", "", *runs_markdown(found.runs)]
     return "\n".join(out) + "\n"
 
 

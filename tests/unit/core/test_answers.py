@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reprospec.core.answers import rendered, run_ids, search_exit_code
+from reprospec.core.answers import rendered, runs_markdown, search_exit_code
 from reprospec.errors import UsageError
 
 
@@ -39,10 +39,10 @@ def test_a_search_exits_as_its_verb(interrupted: bool, status: str, holds: bool,
 def test_a_searchs_run_ids_are_inline_up_to_five_and_folded_past() -> None:
     # Called with 2 ids, the fold wrote `2 runs, one per probe: `a`, `b`, …`; each report
     # decided the threshold itself and wrote the inline form its own way.
-    assert run_ids(()) == []
-    assert run_ids(["a", "b"]) == ["`a`, `b`"]
-    assert run_ids([str(n) for n in range(5)]) == ["`0`, `1`, `2`, `3`, `4`"]
-    folded = run_ids([str(n) for n in range(6)])
+    assert runs_markdown(()) == []
+    assert runs_markdown(["a", "b"]) == ["`a`, `b`"]
+    assert runs_markdown([str(n) for n in range(5)]) == ["`0`, `1`, `2`, `3`, `4`"]
+    folded = runs_markdown([str(n) for n in range(6)])
     assert folded[0] == "<details><summary>6 runs, one per probe: `0`, `1`, `2`, …</summary>"
     assert folded[-1] == "</details>"
     assert folded.count("- `5`") == 1
