@@ -517,9 +517,10 @@ class Minimization:
         self._accepted: list[Program] = []
         self._fell_back: tuple[Program, Tally] | None = None
         # Point 5's step back on the passing side: the smallest accepted whose passing cells
-        # failed in the final check (and that tally), the bisection's (lo, hi) along
+        # failed in the final check (that tally, and the exceptions its passes printed that
+        # the original never did: `_new_passing`), the bisection's (lo, hi) along
         # `_accepted` (lo held, hi failed) and the attempts it cost.
-        self._passing_broke: tuple[Program, Tally] | None = None
+        self._passing_broke: tuple[Program, Tally, tuple[str, ...]] | None = None
         self._back = (0, 0)
         self._back_attempts = 0
         # Whether the bisection's hi was seen failing a passing cell (the final check's
@@ -772,8 +773,7 @@ class Minimization:
             self._phase = "final-passing"
             return None
         if self._phase == "final-passing":
-            failed = self._final.passing.matched or self._final.passing.other
-            if failed and self._step_back(left):
+            if self._passing_lost(self._final) and self._step_back(left):
                 return None
             wanted = s.passing * s.final_passing
             if self._final.passing.ran < wanted and left >= s.passing:
@@ -803,7 +803,11 @@ class Minimization:
         if hi == 0 or left < self.settings.reserve + self.settings.passing:
             return False
         if self._passing_broke is None:
-            self._passing_broke = (self.best, self._final.passing)
+            self._passing_broke = (
+                self.best,
+                self._final.passing,
+                self._new_passing(self._final),
+            )
         self._back = (0, hi)
         self._back_proven = True  # its passing cell failed in the final check
         self._back_start = self._back_attempts
@@ -824,7 +828,7 @@ class Minimization:
         mid = (lo + hi) // 2
         if mid > lo:
             passing = self._final.passing
-            failed = passing.matched or passing.other
+            failed = self._passing_lost(self._final)
             held = passing.passed >= s.passing * self.passing_needed()
             if not failed and not held and left >= s.reserve + s.passing:
                 return Probe(chain[mid].key, "passing", s.passing)
@@ -986,10 +990,9 @@ class Minimization:
                 return "hangs-elsewhere"  # point 7 too, at LOOKS sightings
             if not self.settings.passing:
                 return "fails"
-            p = judging.passing
-            if p.matched or p.other or self._new_passing(judging):
+            if self._passing_lost(judging):
                 return "loses-passing"
-            if p.passed >= self.settings.passing * self.passing_needed():
+            if judging.passing.passed >= self.settings.passing * self.passing_needed():
                 return "fails"
             return None
         if f.clean >= needed:
@@ -1031,6 +1034,13 @@ class Minimization:
         if judging.program.key == self.original.key or self._raised_unknown:
             return ()
         return tuple(sorted(judging.passing_raised.difference(self._original_raised)))
+
+    def _passing_lost(self, judging: _Judging) -> bool:
+        """Whether its passing cells were lost: one failed, or passed printing an exception
+        the original's attempts never did (`_new_passing`). The one rule of `_verdict`, the
+        final check, `_back_probe`'s bisection and `_conclude`."""
+        p = judging.passing
+        return bool(p.matched or p.other or self._new_passing(judging))
 
     def _elsewhere(self, judging: _Judging) -> tuple[str, ...]:
         """The places its hangs sat in that none of the original's did (point 7); () for
@@ -1191,10 +1201,11 @@ class Minimization:
                 f"it failed while it was judged, so it fails rarely: run it with a larger "
                 f"{argument('--budget', 'budget')}"
             )
-        elif final.passing.matched or final.passing.other:
+        elif self._passing_lost(final):
             status = "unconfirmed"
+            lost = _lost_words(final.passing, self._new_passing(final))
             message = (
-                f"a passing cell failed with the result in the final check "
+                f"a passing cell {lost} with the result in the final check "
                 f"({final.passing.passed} of {final.passing.ran} passed)"
             )
         elif status == "budget":
@@ -1218,10 +1229,10 @@ class Minimization:
     def _stepped_back_story(self) -> str:
         """Point 5 in words: where the final check stepped back to, the candidate rejected
         for breaking a passing cell, and whether the passes resumed from there."""
-        broke, tally = self._passing_broke or (self.best, Tally())
+        broke, tally, new = self._passing_broke or (self.best, Tally(), ())
         head = (
-            f"a passing cell failed with the smallest program accepted ({broke.lines} "
-            f"lines; {tally.passed} of {tally.ran} passed in the final check): "
+            f"a passing cell {_lost_words(tally, new)} with the smallest program accepted "
+            f"({broke.lines} lines; {tally.passed} of {tally.ran} passed in the final check): "
         )
         back = f"found along the programs accepted in {plural(self._back_attempts, 'attempt')}"
         resumed = [step for step in self._steps if step[3]]
@@ -1509,6 +1520,14 @@ def unbiased_rate(tally: Tally, matches: int, most: int) -> Rate:
     check's size use."""
     counted = fair(tally, matches, most)
     return rate_of(counted.matched, counted.ran)
+
+
+def _lost_words(tally: Tally, new: tuple[str, ...]) -> str:
+    """How a passing cell was lost, as `Minimization._passing_lost` reads it: "failed", or
+    passed printing what the original's attempts never did."""
+    if tally.matched or tally.other or not new:
+        return "failed"
+    return f"passed printing {', '.join(new)} (which the original's attempts never printed)"
 
 
 def _kinds(tally: Tally) -> list[AttemptKind]:

@@ -1443,3 +1443,23 @@ def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_c
     verdicts = {j.key: j.verdict for j in search.result.judged}
     assert verdicts[broken.key] == "loses-passing"
     assert verdicts[fine.key] == "fails"
+
+
+def test_a_result_whose_passing_cell_prints_a_new_exception_in_the_final_check_steps_back() -> None:
+    # Accepted by luck: its passing cell's thread died of ValueError in none of the passes
+    # that judged it, then in the final check's. That is the proof `_verdict` rejects on,
+    # so the final check steps back (to the original here), as for a failed passing cell.
+    lucky = program(PROGRAM.replace("def helper", "def helper_"))
+    search = Minimization(program(), Settings(passing=1), proposing(lucky))
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.role == "passing":
+                late = probe.key == lucky.key and search._phase == "final-passing"
+                search.record(probe, ["pass"], "", [("ValueError",) if late else ()])
+            else:
+                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+    result = search.result
+    assert result.program.key != lucky.key, result.message
+    assert {j.key: j.verdict for j in result.judged}[lucky.key] == "breaks-passing"
+    assert result.stepped_back == 1
+    assert "a passing cell passed printing ValueError" in result.message
