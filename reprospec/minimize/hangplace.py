@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
@@ -252,7 +253,13 @@ def places_said(places: Iterable[str], in_: str = "in ") -> str:
 def threads_of(place: str) -> frozenset[str]:
     """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`; `main (in stuck)`:
     `main`), as they are compared; `NOWHERE` is one."""
-    return frozenset(thread.split(_IN, 1)[0] for thread in place.split(", "))
+    return frozenset(_entries(place))
+
+
+def _entries(place: str) -> tuple[str, ...]:
+    """`threads_of`'s entries with their repeats: two `Worker(Thread).run` threads waiting
+    at one `with` are two `run -> with` (`sits_as` counts them)."""
+    return tuple(thread.split(_IN, 1)[0] for thread in place.split(", "))
 
 
 def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
@@ -260,25 +267,26 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     either side's are all unread: an unread place is no difference.
 
     A place is compared by its threads, not whole: it sits as an original's place where its
-    threads hold at least half of that place's (`sits_as`). A candidate that dropped a
-    monitor thread beside the deadlock (`w1, w2` where the original hung in `monitor, w1,
-    w2`), or one of three `transfer` threads, hangs where the original did, and so does one
-    whose busy thread was caught in another function than in any attempt of the original's,
-    beside the consumer hung as the original's was. One that kept the monitor alone, the
-    deadlock's two threads gone (`monitor` against `monitor, w1, w2`), or whose threads sit
-    as none of the original's (one thread at a Barrier, where two deadlocked on their
-    locks), moved.
+    threads hold at least half of that place's and no thread the original caught waiting
+    now waits elsewhere (`sits_as`). A candidate that dropped a monitor thread beside the
+    deadlock (`w1, w2` where the original hung in `monitor, w1, w2`), or one of three
+    `transfer` threads, hangs where the original did, and so does one whose busy thread was
+    caught in another function than in any attempt of the original's, beside the consumer
+    hung as the original's was. One that kept the monitor alone, the deadlock's two
+    threads gone (`monitor` against `monitor, w1, w2`), whose threads sit as none of the
+    original's, or where one of the deadlock's threads now waits at a Barrier (`w1 ->
+    threading.py:wait -> ..., w2 -> with` against `w1 -> with, w2 -> with`), moved.
 
     The places are compared as a set, () where any of them sits as an original's: a
     thread busy around a blocking call (a loop of `queue.get(timeout=...)`) is caught in
     it at one dump, `worker -> queue.py:get`, and outside it at the next, `worker (in
     step)` (the original's `worker`), and hangs where the original did. (One sighting
     alone cannot tell that: the search and minimize's check of DIR look again, `LOOKS`.)"""
-    known = [threads_of(p) for p in original if p != UNREAD]
+    known = [_entries(p) for p in original if p != UNREAD]
     if not known:
         return ()
     read = {p for p in places if p != UNREAD}
-    out = {p for p in read if not any(sits_as(threads_of(p), o) for o in known)}
+    out = {p for p in read if not any(sits_as(_entries(p), o) for o in known)}
     return tuple(sorted(out)) if out == read else ()
 
 
@@ -289,7 +297,7 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
 LOOKS = 2
 
 
-def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
+def sits_as(threads: Collection[str], original: Collection[str]) -> bool:
     """Whether a hang of `threads` sits as the original's hang of `original` did: they share
     at least half of the original's threads, and none of the original's threads hangs
     elsewhere. One shared thread was too little: a monitor thread's endless loop, kept
@@ -300,11 +308,20 @@ def sits_as(threads: frozenset[str], original: frozenset[str]) -> bool:
     the original's (by its outermost function) that now waits somewhere else is another
     hang. A thread the original's place does not name (a monitor beside it) is none, nor
     is one the original caught running (`worker`, busy around a `queue.get(timeout=...)`,
-    is caught in it at some dumps)."""
-    moved_threads = {_thread(t) for t in threads - original}
-    if moved_threads & {_thread(t) for t in original if " -> " in t}:
+    is caught in it at some dumps).
+
+    The entries are compared as multisets (`threads` and `original` may repeat one), as
+    threads are named by their outermost function: every `Thread` subclass's is `run`,
+    and two `run -> with` deadlocked beside a `run` monitor polling, caught once in its
+    `sleep()` (`run -> with, run -> with, run -> sleep()`), lost the busy `run` alone and
+    sits. The share of half is of distinct entries (one of three `transfer` threads
+    sits)."""
+    have, had = Counter(threads), Counter(original)
+    lost = {_thread(t) for t in had - have if " -> " in t}
+    if lost & {_thread(t) for t in have - had}:
         return False
-    return 2 * len(threads & original) >= len(original)
+    distinct, known = set(have), set(had)
+    return 2 * len(distinct & known) >= len(known)
 
 
 def _thread(entry: str) -> str:

@@ -559,3 +559,16 @@ def test_a_deadlocked_thread_that_waits_elsewhere_is_another_hang_beside_one_kep
     assert moved(["w1 -> with"], [original]) == ()
     assert moved(["monitor, w1 -> with, w2 -> with"], [original]) == ()
     assert moved(["consumer -> with, worker -> queue.py:get"], ["consumer -> with, worker"]) == ()
+
+
+def test_threads_of_one_name_are_counted_as_many_as_the_place_names() -> None:
+    # Every Thread subclass's thread is `run`: two workers deadlocked beside a monitor
+    # polling, the monitor caught running in the original's dump and in its sleep() in
+    # the candidate's. The lost entry is the busy `run`, no wait of the original's.
+    assert (
+        moved(["run -> with, run -> with, run -> sleep()"], ["run -> with, run -> with, run"]) == ()
+    )
+    assert moved(["run -> with, run -> sleep()"], ["run -> with, run"]) == ()
+    # One of two `run -> with` now waits at a Barrier: moved, as w1 did above.
+    barrier = "run -> threading.py:wait, run -> with"
+    assert moved([barrier], ["run -> with, run -> with"]) == (barrier,)
