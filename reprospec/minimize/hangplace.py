@@ -271,11 +271,12 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     now waits elsewhere (`sits_as`). A candidate that dropped a monitor thread beside the
     deadlock (`w1, w2` where the original hung in `monitor, w1, w2`), or one of three
     `transfer` threads, hangs where the original did, and so does one whose busy thread was
-    caught in another function than in any attempt of the original's, beside the consumer
-    hung as the original's was. One that kept the monitor alone, the deadlock's two
-    threads gone (`monitor` against `monitor, w1, w2`), whose threads sit as none of the
-    original's, or where one of the deadlock's threads now waits at a Barrier (`w1 ->
-    threading.py:wait -> ..., w2 -> with` against `w1 -> with, w2 -> with`), moved.
+    caught in another function than in any attempt of the original's, or running where the
+    original's was caught in a blocking call, beside the consumer hung as the original's
+    was. One that kept the monitor alone, the deadlock's two threads gone (`monitor`
+    against `monitor, w1, w2`), whose threads sit as none of the original's, or where one
+    of the deadlock's threads now waits at a Barrier (`w1 -> threading.py:wait -> ..., w2
+    -> with` against `w1 -> with, w2 -> with`), moved: a thread that now runs has not.
 
     The places are compared as a set, () where any of them sits as an original's: a
     thread busy around a blocking call (a loop of `queue.get(timeout=...)`) is caught in
@@ -308,7 +309,9 @@ def sits_as(threads: Collection[str], original: Collection[str]) -> bool:
     the original's (by its outermost function) that now waits somewhere else is another
     hang. A thread the original's place does not name (a monitor beside it) is none, nor
     is one the original caught running (`worker`, busy around a `queue.get(timeout=...)`,
-    is caught in it at some dumps).
+    is caught in it at some dumps), nor one that now runs (the same `worker` caught out of
+    the `get` it was caught in, or a main thread's `while t.is_alive(): t.join(0.5)` caught
+    in its loop): only a thread that waits, and elsewhere, moved.
 
     The entries are compared as multisets (`threads` and `original` may repeat one), as
     threads are named by their outermost function: every `Thread` subclass's is `run`,
@@ -318,7 +321,7 @@ def sits_as(threads: Collection[str], original: Collection[str]) -> bool:
     sits)."""
     have, had = Counter(threads), Counter(original)
     lost = {_thread(t) for t in had - have if " -> " in t}
-    if lost & {_thread(t) for t in have - had}:
+    if lost & {_thread(t) for t in have - had if " -> " in t}:
         return False
     distinct, known = set(have), set(had)
     return 2 * len(distinct & known) >= len(known)

@@ -572,3 +572,14 @@ def test_threads_of_one_name_are_counted_as_many_as_the_place_names() -> None:
     # One of two `run -> with` now waits at a Barrier: moved, as w1 did above.
     barrier = "run -> threading.py:wait, run -> with"
     assert moved([barrier], ["run -> with, run -> with"]) == (barrier,)
+
+
+def test_a_thread_the_original_caught_waiting_that_now_runs_has_not_moved() -> None:
+    # The reverse of the busy worker above: caught in its `get` by the original, running by
+    # the candidate; and a main thread's `while t.is_alive(): t.join(0.5)` caught in its loop.
+    # Neither waits elsewhere: it runs, and hangs where the original did.
+    assert moved(["consumer -> with, worker"], ["consumer -> with, worker -> queue.py:get"]) == ()
+    joined = (
+        "main -> threading.py:join -> threading.py:_wait_for_tstate_lock, w1 -> with, w2 -> with"
+    )
+    assert moved(["main, w1 -> with, w2 -> with"], [joined]) == ()
