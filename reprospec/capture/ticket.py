@@ -2568,17 +2568,30 @@ _ENVIRONMENT_FOLDERS = frozenset(
 )  # fmt: skip
 
 
+# A folder named as an environment is (`~/torch-env`, `.venv-py311`, `~/venvs`) or as a
+# conda install is (`~/miniconda`, `~/anaconda`, `micromamba`), numbered or not.
+_ENVIRONMENT_NAMED = re.compile(r"(?i)env|^(?:miniconda|anaconda|miniforge|micromamba|mambaforge)")
+
+
 def _environments_script(parts: tuple[str, ...]) -> bool:
     """Whether a program's path (its `Path.parts`) is an environment's console script: in
     a `bin` (`Scripts` after a Windows drive) with an environment's folder above it
-    (`~/.venv/bin/torchrun`, `miniconda3/envs/t/bin/x`), or beside an `activate`. A
+    (`~/.venv/bin/torchrun`, `miniconda3/envs/t/bin/x`), or one whose name has `env` in it
+    (`~/torch-env`, `~/venvs/t`) or starts as a conda install's (`~/miniconda/bin`), or
+    beside an `activate`, or one of `_PROGRAMS` by its name (`~/x/bin/torchrun`). A
     project's own `scripts/run.sh` or `bin/train`, and `~/bin/mytool`, are no such."""
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
     if folder != "bin" and not (windows and folder == "scripts"):
         return False
     above = {part.lower() if windows else part for part in parts[1:-2]}
-    return bool(above & _ENVIRONMENT_FOLDERS) or _exists(Path(*parts[:-1]) / "activate")
+    name = re.sub(r"(?i)\.exe$", "", parts[-1])
+    return (
+        name in _PROGRAMS  # no project ships its own `bin/torchrun` (review)
+        or bool(above & _ENVIRONMENT_FOLDERS)
+        or any(_ENVIRONMENT_NAMED.search(part) for part in parts[1:-2])
+        or _exists(Path(*parts[:-1]) / "activate")
+    )
 
 
 def _respelled(head: str, changed: list[tuple[int, str, str]]) -> str:

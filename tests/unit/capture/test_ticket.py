@@ -2751,6 +2751,18 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
         workdir=tmp_path,
     )
     assert (conda.command, conda.sender_paths) == ("torchrun train.py", ())
+    # An environment of its own name, ~/venvs' and a conda install's unnumbered, and a
+    # launcher no project ships in its bin, are environments' too (review).
+    for script, name in (
+        ("/home/alice/torch-env/bin/torchrun", "torchrun"),
+        ("/home/alice/proj/.venv-py311/bin/pytest", "pytest"),
+        ("/home/alice/venvs/torch/bin/accelerate", "accelerate"),
+        ("/home/alice/miniconda/bin/deepspeed", "deepspeed"),
+        ("/home/alice/anaconda/bin/lightning", "lightning"),
+        ("/home/alice/tools/bin/torchrun", "torchrun"),
+    ):
+        named = read(f"{script} --nproc_per_node 2 /home/alice/proj/train.py")
+        assert (named.command, named.sender_paths) == (f"{name} --nproc_per_node 2 train.py", ())
     # A project's own `scripts/` or `bin/` is no environment's: the sender's path, a TODO
     # item, where the run looked a bare `run.sh` up on PATH (command not found).
     for own in ("/home/alice/proj/scripts/run.sh", "/home/alice/proj/bin/train.sh"):
