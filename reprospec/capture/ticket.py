@@ -2095,20 +2095,21 @@ def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
     (the driver's own for `-- ARGS`), `settings append` or an earlier launch's arguments
     (which lldb saves there) left them; `program` as it is where no launch is shown. None
     where the launch's words cannot be read (`process launch` with options and no `--`):
-    its arguments are unknown."""
+    its arguments are unknown, and so are a later bare launch's, which lldb gave them."""
     run_args: list[str] | None = None
     launched: list[str] | None = None
     unread = False
+    saved_unknown = False  # an unread launch's words, which lldb saved as target.run-args
     for command in commands:
         words = _words(command)
         if words[:1] == ["settings"] and "target.run-args" in words:
             values = words[words.index("target.run-args") + 1 :]
             if words[1:2] == ["set"]:
-                run_args = values
+                run_args, saved_unknown = values, False
             elif words[1:2] == ["append"]:
                 run_args = [*(program[1:] if run_args is None else run_args), *values]
             elif words[1:2] == ["clear"]:
-                run_args = []
+                run_args, saved_unknown = [], False
             continue
         if words[:2] == ["process", "launch"]:
             rest = words[2:]
@@ -2125,8 +2126,11 @@ def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
         if launched and not unread:
             # lldb saves a launch's arguments for the next (`target->SetRunArguments`):
             # `run --count 4`, a breakpoint, then `run` ran `--count 4` again.
-            run_args = launched
-    if unread:
+            run_args, saved_unknown = launched, False
+        elif launched:
+            # An unread launch's are saved too: a bare `run` after it ran them (review).
+            saved_unknown = True
+    if unread or (launched == [] and saved_unknown):
         return None
     if launched is None:
         return program

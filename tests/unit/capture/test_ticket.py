@@ -2937,6 +2937,11 @@ Process 21888 launched: '/tmp/A/lldb/crash' (x86_64)
         ("run --count 4\n(lldb) settings clear target.run-args\n(lldb) run", "./crash"),
         # Its options and no `--`: which words are the program's is unknown, a TODO.
         ("process launch -w /tmp --count 4", None),
+        # lldb saved them: a bare launch after it ran them again, unknown too (review).
+        ("process launch -e err.txt big.bin\n(lldb) run", None),
+        ("process launch -e err.txt big.bin\n(lldb) process launch", None),
+        ("process launch -e e.txt a\n(lldb) settings clear target.run-args\n(lldb) r", "./crash"),
+        ("process launch -e e.txt big.bin\n(lldb) run x\n(lldb) run", "./crash x"),
     ):
         assert read_ticket(session.replace("run --count 4", launch)).command == command
     # A launch `-o` runs, where the paste shows the prompt line without its echo.
