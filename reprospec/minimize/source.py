@@ -377,7 +377,8 @@ _STAR = "*"
 def _bound_names(node: ast.AST) -> tuple[str, ...]:
     """The names `node` binds in its scope: a def's or class's, an import's (`import a.b`
     binds `a`, `as` its alias; `*` where it imports every name), a name stored (an
-    assignment's, a `for`'s, a `with`'s `as`), a parameter, an `except ... as`."""
+    assignment's, a `for`'s, a `with`'s `as`), a parameter, an `except ... as`, a `match`'s
+    capture (`case repr:`, `case [*repr]:`, `case {**repr}:`)."""
     if isinstance(node, _DEFINITIONS):
         return (node.name,)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -388,6 +389,10 @@ def _bound_names(node: ast.AST) -> tuple[str, ...]:
         return (node.arg,)
     if isinstance(node, ast.ExceptHandler) and node.name:
         return (node.name,)
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return (node.name,)
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return (node.rest,)
     return ()
 
 

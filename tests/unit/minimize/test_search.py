@@ -993,6 +993,9 @@ def test_a_message_that_costs_code_is_reduced_as_any_code() -> None:
         "def repr(x):\n    return x\n",
         "def f(repr):\n    return repr\n",
         "try:\n    pass\nexcept E as repr:\n    pass\n",
+        "match 1:\n    case repr:\n        pass\n",
+        "match [1]:\n    case [*repr]:\n        pass\n",
+        "match {}:\n    case {**repr}:\n        pass\n",
     ],
 )
 def test_a_message_calling_a_name_the_program_binds_calls_its_code(binding: str) -> None:
