@@ -67,21 +67,24 @@ def run(args: argparse.Namespace) -> int:
     # An interpreter a command runs on but the capture (the harness) does not: a Python 3.9
     # (`--python`, or the venv runner's base for `environment.python: "3.9"`), on which `run`
     # runs a command spec, warning that the capture failed. doctor exited 3. Of a matrix
-    # over `python`, the first that can be captured is checked, the others said (`capture`).
+    # over `python`, the first that can be captured is checked, the others said (`capture`):
+    # those after it too, each by a bare capture (no torch, no CUDA), where `['3.11', '3.9']`
+    # passed with every 3.9 workload cell an infra error (review).
     failed: list[tuple[_Interpreter, str]] = []
     env: Mapping[str, JsonValue] | None = None
     chosen = interpreters[0]
     for each in interpreters:
         packages = () if docker or each.needs is None else each.needs.packages
         try:
-            env = probe_environment(each.path, packages, cuda=not docker, with_torch=not docker)
+            if env is None:
+                env = probe_environment(each.path, packages, cuda=not docker, with_torch=not docker)
+                chosen = each
+            elif each.path != chosen.path:
+                probe_environment(each.path, (), cuda=False, with_torch=False)
         except InfraError as exc:
             if each.path == sys.executable:
                 raise
             failed.append((each, str(exc)))
-            continue
-        chosen = each
-        break
     python, whose, needs = chosen.path, chosen.whose, chosen.needs
     uncaptured = None
     if env is None:

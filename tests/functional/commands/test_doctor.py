@@ -339,30 +339,33 @@ def test_a_python_of_a_matrix_the_capture_cannot_run_in_leaves_the_others_checke
     )
     python.chmod(0o755)
     ours = f"{sys.version_info.major}.{sys.version_info.minor}"
-    (tmp_path / "w.yaml").write_text(
-        "reprospec: 1\nname: w\nenvironment: {python: '${{ matrix.py }}'}\n"
-        f"matrix: {{py: ['{python}', '{ours}']}}\n"
-        "workload:\n  model: {builtin: mlp, params: {hidden: 8}}\n"
-        "  optimizer: {name: sgd, lr: 0.01}\n  data:\n"
-        "    dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2}\n"
-        "    loader: {batch_size: 4}\n  phases: [{name: train, steps: 1}]\n"
-        "expect: {outcome: pass}\n"
-    )
-    done = cli("doctor", "w.yaml", "--runner", "venv", cwd=tmp_path)
-    assert done.code == 1, done.stdout + done.stderr
-    assert f"(the venv runner's interpreter for the spec's python {ours})" in done.stdout
-    checks = {
-        c["name"]: c
-        for c in json.loads(
-            cli("doctor", "w.yaml", "--runner", "venv", "--format", "json", cwd=tmp_path).stdout
+    # In either order: the one that cannot be captured after the one that can was never
+    # tried, and doctor passed with each of its workload cells an infra error (review).
+    for order in (f"'{python}', '{ours}'", f"'{ours}', '{python}'"):
+        (tmp_path / "w.yaml").write_text(
+            "reprospec: 1\nname: w\nenvironment: {python: '${{ matrix.py }}'}\n"
+            f"matrix: {{py: [{order}]}}\n"
+            "workload:\n  model: {builtin: mlp, params: {hidden: 8}}\n"
+            "  optimizer: {name: sgd, lr: 0.01}\n  data:\n"
+            "    dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2}\n"
+            "    loader: {batch_size: 4}\n  phases: [{name: train, steps: 1}]\n"
+            "expect: {outcome: pass}\n"
         )
-    }
-    capture = checks["capture"]
-    assert capture["status"] == "fail", capture
-    assert capture["why"].startswith(f"python {python} (cell py={python}): "), capture
-    assert "the workload cells of it are infra errors" in capture["why"]
-    assert "every workload cell" not in checks["spec-environment"]["why"]
-    assert checks["shm"]["status"] == "pass"
+        done = cli("doctor", "w.yaml", "--runner", "venv", cwd=tmp_path)
+        assert done.code == 1, order + done.stdout + done.stderr
+        assert f"(the venv runner's interpreter for the spec's python {ours})" in done.stdout
+        checks = {
+            c["name"]: c
+            for c in json.loads(
+                cli("doctor", "w.yaml", "--runner", "venv", "--format", "json", cwd=tmp_path).stdout
+            )
+        }
+        capture = checks["capture"]
+        assert capture["status"] == "fail", capture
+        assert capture["why"].startswith(f"python {python} (cell py={python}): "), capture
+        assert "the workload cells of it are infra errors" in capture["why"]
+        assert "every workload cell" not in checks["spec-environment"]["why"]
+        assert checks["shm"]["status"] == "pass"
 
 
 def test_on_a_gpu_host_an_uncaptured_interpreter_runs_no_cuda_smoke(
