@@ -675,6 +675,11 @@ def _same_line(found: Minimized) -> str:
         f"exception the original's attempts never did ({', '.join(same.new_exceptions)})"
         if same.new_exception_rejected
         else "no candidate's failure printed an exception the original's attempts never did"
+    ) + (
+        f"; {plural(same.new_passing_rejected, 'candidate')} rejected whose passing cell "
+        f"passed printing {', '.join(same.new_passing_exceptions)}, which they never did"
+        if same.new_passing_rejected
+        else ""
     )
     hangs = (
         f"; the original hung {places_said(same.original_places)}: "

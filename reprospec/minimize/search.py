@@ -279,7 +279,8 @@ class Judged:
     passing: Tally
     verdict: Verdict
     unperturbed: Tally = field(default_factory=Tally)  # its attempts without the perturbation
-    # The exceptions its failures printed that the original's attempts never did (point 7).
+    # The exceptions its failures printed that the original's attempts never did (point 7);
+    # for `loses-passing` by those alone, the ones its passing cells' passes printed.
     new_exceptions: tuple[str, ...] = ()
     # Where its hangs sat that the original's never did (point 7, hangs-elsewhere).
     hung_elsewhere: tuple[str, ...] = ()
@@ -344,6 +345,10 @@ class SameFailure:
     original_places: tuple[str, ...] = ()
     hangs_elsewhere_rejected: int = 0
     hung_elsewhere: tuple[str, ...] = ()
+    # The candidates rejected (`loses-passing`) where a passing cell passed printing an
+    # exception the original's attempts never did (`_new_passing`), with those types.
+    new_passing_rejected: int = 0
+    new_passing_exceptions: tuple[str, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return {
@@ -360,6 +365,8 @@ class SameFailure:
             "original_places": list(self.original_places),
             "hangs_elsewhere_rejected": self.hangs_elsewhere_rejected,
             "hung_elsewhere": list(self.hung_elsewhere),
+            "new_passing_rejected": self.new_passing_rejected,
+            "new_passing_exceptions": list(self.new_passing_exceptions),
         }
 
 
@@ -554,6 +561,8 @@ class Minimization:
         self._original_places: dict[str, None] = {}
         self._hangs_elsewhere_rejected = 0
         self._hung_elsewhere: dict[str, None] = {}
+        self._new_passing_rejected = 0
+        self._new_passing_exceptions: dict[str, None] = {}
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
@@ -1139,6 +1148,11 @@ class Minimization:
         if new:
             self._new_exception_rejected += 1
             self._new_exceptions.update(dict.fromkeys(new))
+        if verdict == "loses-passing" and not (j.passing.matched or j.passing.other):
+            # Lost by what its passes printed alone (`_new_passing`): said, as point 7's.
+            new = self._new_passing(j)
+            self._new_passing_rejected += 1
+            self._new_passing_exceptions.update(dict.fromkeys(new))
         elsewhere = self._elsewhere(j) if verdict == "hangs-elsewhere" else ()
         if elsewhere:
             self._hangs_elsewhere_rejected += 1
@@ -1486,6 +1500,8 @@ class Minimization:
                     original_places=tuple(self._original_places),
                     hangs_elsewhere_rejected=self._hangs_elsewhere_rejected,
                     hung_elsewhere=tuple(self._hung_elsewhere),
+                    new_passing_rejected=self._new_passing_rejected,
+                    new_passing_exceptions=tuple(self._new_passing_exceptions),
                 )
                 if self._original_failing.ran
                 else None

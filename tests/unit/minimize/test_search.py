@@ -12,6 +12,8 @@ import ast
 import random
 import re
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -19,7 +21,7 @@ from reprospec.core.rates import clearly_more, rate_of
 from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
 from reprospec.minimize.program import Program, join_words, source_lines, split_words
 from reprospec.minimize.ratechange import rate_change
-from reprospec.minimize.report import _deterministic_rule
+from reprospec.minimize.report import Minimized, _deterministic_rule, _same_line
 from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
 from reprospec.minimize.source import (
     Reducer,
@@ -1446,6 +1448,16 @@ def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_c
     verdicts = {j.key: j.verdict for j in search.result.judged}
     assert verdicts[broken.key] == "loses-passing"
     assert verdicts[fine.key] == "fails"
+    # Said in minimize.json and minimize.md's Same failure line, not as no rejection.
+    same = search.result.same_failure
+    assert same is not None
+    assert (same.new_passing_rejected, same.new_passing_exceptions) == (1, ("ValueError",))
+    assert same.new_exception_rejected == 0
+    rejected = next(j for j in search.result.judged if j.key == broken.key)
+    assert rejected.new_exceptions == ("ValueError",)
+    assert same.to_dict()["new_passing_rejected"] == 1
+    line = _same_line(cast(Minimized, SimpleNamespace(result=search.result)))
+    assert "1 candidate rejected whose passing cell passed printing ValueError" in line, line
 
 
 def test_a_result_whose_passing_cell_prints_a_new_exception_in_the_final_check_steps_back() -> None:
