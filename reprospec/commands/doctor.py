@@ -291,8 +291,8 @@ def _tool_checks(
     runner, none of them is asked: each is made in the image or skipped, saying why, by
     doctorimage.image_checks, which rewrites these placeholders, where the host's were asked
     and thrown away (a CUDA op in a child on a GPU machine, up to 120 s). Where `python`
-    could not be captured (not `captured`), its own checks are skipped, as `_uncaptured`
-    skips the rest."""
+    could not be captured (not `captured`), its CUDA smoke test is skipped, as `_uncaptured`
+    skips the interpreter's checks."""
     from reprospec import doctor, native
     from reprospec.process import starter
 
@@ -316,9 +316,10 @@ def _tool_checks(
 
 def _cuda_checks(python: str, env: Mapping[str, JsonValue], captured: bool = True) -> list[Check]:
     """The loader's CUDA libraries, compute-sanitizer, and (with a GPU) a CUDA op in a child.
-    The last two are of `python`: skipped where it could not be captured (not `captured`),
-    where `env` is reprospec's own capture, whose GPUs made the smoke run `python3.9 -c
-    "import torch..."` (`No module named 'torch'`) and fail a command spec."""
+    The smoke test is of `python`'s torch: skipped where it could not be captured (not
+    `captured`), where `env` is reprospec's own capture, whose GPUs made it run `python3.9 -c
+    "import torch..."` (`No module named 'torch'`) and fail a command spec. compute-sanitizer
+    is looked for all the same: PATH, the toolkit and `python`'s sys.path need no capture."""
     from reprospec.core import capped
     from reprospec.doctor import Check, cuda
     from reprospec.process import sanitizer
@@ -341,7 +342,7 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue], captured: bool = Tru
     if not captured:
         return [
             cuda.check_cuda_libraries(libraries, problem),
-            Check("sanitizer", "skipped", _NOT_MADE),
+            cuda.check_compute_sanitizer(sanitizer.find(python)),
             Check("cuda-smoke", "skipped", _NOT_MADE),
         ]
     has_gpu = bool(gpus(env) or section(env, "torch").get("device_count"))

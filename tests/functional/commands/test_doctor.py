@@ -391,11 +391,22 @@ def test_on_a_gpu_host_an_uncaptured_interpreter_runs_no_cuda_smoke(
     )
     python.chmod(0o755)
     monkeypatch.setattr(check, "gpus", lambda _: [{"name": "H100"}])
+    # compute-sanitizer needs no capture (PATH, the toolkit, the interpreter's sys.path): it
+    # is still looked for, where it was skipped as of an interpreter not captured (review).
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "compute-sanitizer").write_text("#!/bin/sh\n")
+    (tools / "compute-sanitizer").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     args = argparse.Namespace(spec=None, python=str(python), runner="local", format="json")
     assert command.run(args) == 0
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
     assert checks["capture"]["status"] == "warn"
-    for name in ("cuda-smoke", "sanitizer"):
-        assert checks[name]["status"] == "skipped", checks[name]
-        assert "could not be captured" in checks[name]["why"]
+    assert checks["cuda-smoke"]["status"] == "skipped", checks["cuda-smoke"]
+    assert "could not be captured" in checks["cuda-smoke"]["why"]
+    assert checks["sanitizer"] == {
+        **checks["sanitizer"],
+        "status": "pass",
+        "why": str(tools / "compute-sanitizer"),
+    }
     assert not ran.exists()
