@@ -563,6 +563,11 @@ class Minimization:
         self._hung_elsewhere: dict[str, None] = {}
         self._new_passing_rejected = 0
         self._new_passing_exceptions: dict[str, None] = {}
+        # Whether the original's passing cells were run again, `passing_needed` times each,
+        # at the first candidate whose passes printed a new exception (`_reduce_probe`),
+        # and the rounds of them left to ask.
+        self._passing_relooked = False
+        self._relook_left = 0
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
@@ -606,6 +611,15 @@ class Minimization:
             self._rechecked(kinds)
             return
         judging = self._final if self._phase in FINAL_PHASES else self._now
+        if probe.key == self.original.key and judging.program.key != self.original.key:
+            # `_reduce_probe`'s look again at the original's passing cells: what they
+            # print is the original's, none of the candidate's tallies.
+            self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
+            for names in raised:
+                self._original_raised.update(dict.fromkeys(names))
+            if not self._new_passing(judging):
+                self._relook_left = 0  # the original printed it too: no more to ask
+            return
         if self._phase == "passing-back":
             self._back_attempts += len(kinds)
         streak = judging.infra_streak
@@ -909,6 +923,18 @@ class Minimization:
             return None
         if judging.recheck and not judging.cannot_run:
             return Probe(self.original.key, "recheck", 1, 0)
+        if not self._passing_relooked and self._new_passing(judging):
+            # The original's passing cells ran once each, a candidate's `passing_needed`
+            # times: a traceback a passing program prints now and then (a daemon thread's
+            # at shutdown, a BrokenPipeError) missed by the original's one pass would
+            # reject every candidate. At the first one whose passes printed a type the
+            # original never did, the original's run as many times (a round, one attempt
+            # a cell, at a time, until they print it too), once per search.
+            self._passing_relooked = True
+            self._relook_left = self.passing_needed()
+        if self._relook_left > 0 and left - s.reserve >= s.passing:
+            self._relook_left -= 1
+            return Probe(self.original.key, "passing", s.passing)
         # Once per call: the readings it rests on change only with a verdict (`_known`).
         needed = self.clean_needed()
         verdict = self._verdict(judging, needed)

@@ -1478,3 +1478,23 @@ def test_a_result_whose_passing_cell_prints_a_new_exception_in_the_final_check_s
     assert {j.key: j.verdict for j in result.judged}[lucky.key] == "breaks-passing"
     assert result.stepped_back == 1
     assert "a passing cell passed printing ValueError" in result.message
+
+
+def test_a_traceback_the_original_s_passing_cell_prints_now_and_then_rejects_no_candidate() -> None:
+    # Every 5th passing attempt of any program prints BrokenPipeError: the original's one
+    # pass missed it, the candidate's 5th showed it. The original's cells run again as
+    # often as a candidate's and print it too, so the candidate is accepted.
+    fine = program(PROGRAM + "\n")
+    search = Minimization(program(), Settings(passing=1), proposing(fine))
+    passes = 0
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.role == "passing":
+                passes += 1
+                printed = ("BrokenPipeError",) if passes % 5 == 0 else ()
+                search.record(probe, ["pass"], "", [printed])
+            else:
+                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+    verdicts = {j.key: j.verdict for j in search.result.judged}
+    assert verdicts[fine.key] == "fails"
+    assert search.result.program == fine
