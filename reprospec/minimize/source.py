@@ -329,8 +329,9 @@ def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
     """The ids of the nodes of every exception message that costs nothing: the arguments of
     a `raise` of a call (`raise AssertionError(f"lost updates: {n}")`, `raise
     Lost(n, total=t)`) and an `assert`'s message, each one kept whole where it calls only
-    builtins (`len`, `repr`; not where the file binds that name: a def, an import, an
-    assignment, a parameter) and methods of literals (`", ".join`, `"{}".format`), and every
+    builtins (`len`, `repr`; not where the file binds that name where the message sees it,
+    at module level or in a function around it: a def, an import, an assignment, a
+    parameter) and methods of literals (`", ".join`, `"{}".format`), and every
     name it reads is a builtin or read outside the file's messages too (`n` where `if n:`
     reads it): keeping it keeps nothing else alive. `nodes`: the file's, `numbered`.
 
@@ -355,11 +356,14 @@ def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:
     }
     # A `def format(...)` of the program's is its code, and so is a name it imports or
     # assigns (`from report import summary as repr`, `from numpy import max`): a message's
-    # `repr(xs)` calls the program's code, not the builtin (review).
-    bound = {name for n in nodes if id(n) not in inside for name in _bound_names(n)}
-    builtin = frozenset() if _STAR in bound else _BUILTINS - bound
+    # `repr(xs)` calls the program's code, not the builtin (review). Only where the message
+    # sees it: the module's, or a function's around it (`def forward(self, input)` hides
+    # no `input` from a message elsewhere).
+    visible = _visible_bindings(nodes[0], messages, inside) if nodes else {}
     kept: set[int] = set()
     for message in messages:
+        bound = visible.get(id(message), frozenset())
+        builtin = frozenset() if _STAR in bound else _BUILTINS - bound
         parts = list(ast.walk(message))
         own = {p.id for p in parts if isinstance(p, ast.Name) and not isinstance(p.ctx, ast.Load)}
         free = read | builtin | own  # `own`: a comprehension's variable
@@ -372,6 +376,56 @@ _BUILTINS = frozenset(dir(builtins))
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # What `from x import *` binds: any name, so no builtin can be told from the module's.
 _STAR = "*"
+
+
+# The nodes whose bodies are a scope of their own, as Python resolves names.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _visible_bindings(
+    tree: ast.AST, messages: Sequence[ast.AST], inside: set[int]
+) -> dict[int, frozenset[str]]:
+    """The names bound in the file (`_bound_names`, outside every message: `inside`) that
+    each message (by id) sees: its own scope's, the module's and those of the functions
+    around it, as Python resolves a name (a class body's only directly in it, not in its
+    methods); a name declared `global` or `nonlocal` anywhere counts everywhere."""
+    roots = {id(m) for m in messages}
+    declared = frozenset(
+        name
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Global, ast.Nonlocal))
+        for name in n.names
+    )
+    owns: dict[int, frozenset[str]] = {}
+
+    def own(scope: ast.AST) -> frozenset[str]:
+        if id(scope) not in owns:
+            names: set[str] = set()
+            stack = list(ast.iter_child_nodes(scope))
+            while stack:
+                node = stack.pop()
+                if id(node) in inside:
+                    continue
+                names.update(_bound_names(node))  # a def's name binds where it stands
+                if not isinstance(node, _SCOPES):
+                    stack.extend(ast.iter_child_nodes(node))
+            owns[id(scope)] = frozenset(names)
+        return owns[id(scope)]
+
+    out: dict[int, frozenset[str]] = {}
+
+    def visit(node: ast.AST, around: frozenset[str], scope: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if id(child) in roots:
+                out[id(child)] = around | own(scope) | declared
+            elif isinstance(child, _SCOPES):
+                seen = around if isinstance(scope, ast.ClassDef) else around | own(scope)
+                visit(child, seen, child)
+            else:
+                visit(child, around, scope)
+
+    visit(tree, frozenset(), tree)
+    return out
 
 
 def _bound_names(node: ast.AST) -> tuple[str, ...]:

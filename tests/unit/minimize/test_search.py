@@ -993,7 +993,6 @@ def test_a_message_that_costs_code_is_reduced_as_any_code() -> None:
         "from numpy import *\n",
         "repr = str\n",
         "def repr(x):\n    return x\n",
-        "def f(repr):\n    return repr\n",
         "try:\n    pass\nexcept E as repr:\n    pass\n",
         "match 1:\n    case repr:\n        pass\n",
         "match [1]:\n    case [*repr]:\n        pass\n",
@@ -1498,3 +1497,28 @@ def test_a_traceback_the_original_s_passing_cell_prints_now_and_then_rejects_no_
     verdicts = {j.key: j.verdict for j in search.result.judged}
     assert verdicts[fine.key] == "fails"
     assert search.result.program == fine
+
+
+def test_a_name_bound_in_another_function_hides_no_builtin_from_a_message() -> None:
+    # `def forward(self, input)` or `def clip(x, min, max)` made every message of the file
+    # that calls the builtin count as the program's code, and reduced it (review).
+    message = "xs = [1]\nassert xs, repr(xs)\n"
+    for elsewhere in (
+        "def f(repr):\n    return repr\n",
+        "class C:\n    def forward(self, repr):\n        return repr\n",
+        "class C:\n    repr = 1\n",
+    ):
+        assert kept_messages(numbered(ast.parse(elsewhere + message))), elsewhere
+    # Where the message sees it, it is still the program's: a parameter of the function
+    # around it, a name of an enclosing function's, a global one a function assigns.
+    inside = "def f(xs, repr):\n    assert xs, repr(xs)\n"
+    assert not kept_messages(numbered(ast.parse(inside)))
+    nested = "def f(repr):\n    def g(xs):\n        assert xs, repr(xs)\n"
+    assert not kept_messages(numbered(ast.parse(nested)))
+    declared = "def f():\n    global repr\n    repr = str\n" + message
+    assert not kept_messages(numbered(ast.parse(declared)))
+    # A class body's name is seen by a message directly in it, not by its methods'.
+    in_class = "class C:\n    repr = str\n    xs = [1]\n    assert xs, repr(xs)\n"
+    assert not kept_messages(numbered(ast.parse(in_class)))
+    method = "class C:\n    repr = str\n    def m(self, xs):\n        assert xs, repr(xs)\n"
+    assert kept_messages(numbered(ast.parse(method)))
