@@ -677,7 +677,7 @@ def _same_line(found: Minimized) -> str:
         else "no candidate's failure printed an exception the original's attempts never did"
     ) + (
         f"; {plural(same.new_passing_rejected, 'candidate')} rejected whose passing cell "
-        f"passed printing {', '.join(same.new_passing_exceptions)}, which they never did"
+        f"passed printing {', '.join(same.new_passing_exceptions)}, which the original's never did"
         if same.new_passing_rejected
         else ""
     )
