@@ -1045,12 +1045,18 @@ def test_a_dataloader_worker_sigkilled_with_no_oom_kill_is_no_crash(
     """A worker that a process SIGKILLed (its own os.kill here; a `kill -9` from outside
     alike) read `crash SIGKILL (worker)`, the words of an OOM kill, though the kernel
     counted none: as a child's (rule 6), such a SIGKILL is no crash. The main process's
-    error is the outcome, `where: worker`, its detail naming the worker and who killed it."""
-    expect = Expectation("error", exception="RuntimeError", where="worker")
+    error is the outcome, `where: worker`, its detail naming the worker and who killed it.
+
+    Which error is torch's race (loader_kill.py's docstring): its check of the workers
+    ("exited unexpectedly", a RuntimeError), or, where the main process was reading a batch
+    the worker had just sent before the dead worker was reaped, a ConnectionResetError of
+    its own (seen once in a full suite on the 2 loaded cores)."""
+    expect = Expectation("error", where="worker")
     argv = [PY, str(CHILDREN / "loader_kill.py")]
     result, execution = run_with_no_oom_kill(runner, argv, tmp_path, expect, TORCH_TIMEOUT_S)
     assert execution.returncode == 1
     outcome = judged(result, "error", None, "worker")
+    assert outcome.exception in ("RuntimeError", "ConnectionResetError"), outcome
     assert re.match(
         r"exit code 1; DataLoader worker 0 \(pid \d+\) died of SIGKILL \(Killed\), "
         + re.escape(SENT_BY_A_PROCESS)
