@@ -74,7 +74,7 @@ _RUNS_SHOWN = 5
 def runs_markdown(runs: Collection[str]) -> list[str]:
     """A search report's run ids, one per probe (amplify.md's `## Runs`, isolate.md's
     `Runs:`): up to 5 on one line, each backquoted; past that, in a `<details>` block that
-    names how many and the first three. None where there are none."""
+    names how many and the first three. No lines ([]) where there are none."""
     ids = list(runs)
     if len(ids) <= _RUNS_SHOWN:
         return [", ".join(f"`{run}`" for run in ids)] if ids else []
