@@ -2572,9 +2572,12 @@ _ENVIRONMENT_FOLDERS = frozenset(
 )  # fmt: skip
 
 
-# A folder named as an environment is (`~/torch-env`, `.venv-py311`, `~/venvs`) or as a
-# conda install is (`~/miniconda`, `~/anaconda`, `micromamba`), numbered or not.
-_ENVIRONMENT_NAMED = re.compile(r"(?i)env|^(?:miniconda|anaconda|miniforge|micromamba|mambaforge)")
+# A folder named as an environment is (`~/torch-env`, `.venv-py311`, `~/venvs`), `env` a word
+# of its name (not `glenville` or `environmental-models`), or as a conda install is
+# (`~/miniconda`, `~/anaconda`, `micromamba`), numbered or not.
+_ENVIRONMENT_NAMED = re.compile(
+    r"(?i)(?:^|[-_.])v?envs?(?:$|[-_.\d])|^(?:miniconda|anaconda|miniforge|micromamba|mambaforge)"
+)
 
 
 def _environments_script(parts: tuple[str, ...]) -> bool:
@@ -2593,7 +2596,8 @@ def _environments_script(parts: tuple[str, ...]) -> bool:
     return (
         name in _PROGRAMS  # no project ships its own `bin/torchrun` (review)
         or bool(above & _ENVIRONMENT_FOLDERS)
-        or any(_ENVIRONMENT_NAMED.search(part) for part in parts[1:-2])
+        # the two folders above `bin` only: a home folder's name says nothing
+        or any(_ENVIRONMENT_NAMED.search(part) for part in parts[max(1, len(parts) - 4) : -2])
         or _exists(Path(*parts[:-1]) / "activate")
     )
 

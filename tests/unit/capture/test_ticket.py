@@ -2765,7 +2765,14 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
         assert (named.command, named.sender_paths) == (f"{name} --nproc_per_node 2 train.py", ())
     # A project's own `scripts/` or `bin/` is no environment's: the sender's path, a TODO
     # item, where the run looked a bare `run.sh` up on PATH (command not found).
-    for own in ("/home/alice/proj/scripts/run.sh", "/home/alice/proj/bin/train.sh"):
+    # `env` only as a word of one of the two folders above bin: not a home folder's name
+    # (glenville) or a project's (environmental-models) (final read).
+    for own in (
+        "/home/alice/proj/scripts/run.sh",
+        "/home/alice/proj/bin/train.sh",
+        "/home/glenville/proj/bin/train.sh",
+        "/data/environmental-models/bin/simulate.sh",
+    ):
         project = read(f"timeout 60 {own}")
         assert (project.command, project.sender_paths) == (f"timeout 60 {own}", (own,))
     # A user's AppData in any case is theirs, not their project's.
