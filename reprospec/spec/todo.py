@@ -68,7 +68,8 @@ def todo_block(text: str) -> TodoBlock | None:
                 keys.append(item.group(1))
                 items.append(lines[after][len("#   - ") :].rstrip())
             elif _CONTINUED.match(lines[after]):
-                items[-1] += " " + lines[after][len("#     ") :].rstrip()
+                if items:  # a hand-edited block may continue no item
+                    items[-1] += " " + lines[after][len("#     ") :].rstrip()
             else:
                 break
             last = after

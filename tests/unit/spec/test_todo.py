@@ -52,6 +52,11 @@ def test_the_block_capture_writes_is_read_with_each_item_s_key() -> None:
     assert lines[block.first - 1] == "# TODO (left to fill in):"
     assert lines[block.last].startswith("reprospec: 1")  # the wrapped items are the block's
     assert todo_block("reprospec: 1\nname: a\n") is None
+    # A hand-edited block whose first line continues no item raised IndexError in validate
+    # (final read); the line is the block's.
+    edited = todo_block("# TODO (left to fill in):\n#     x\n#   - command: y\nreprospec: 1\n")
+    assert edited is not None
+    assert (edited.keys, edited.last) == (("command",), 3)
 
 
 def test_a_key_is_filled_when_set_to_more_than_capture_s_stand_in_or_its_todo_comment() -> None:
