@@ -1963,9 +1963,12 @@ def _command(text: str) -> str | None:
             # which no line of lldb's names again (`Process N launched: '/path/crash'`).
             end = failed_at if failed_at is not None and failed_at > index else len(lines)
             session = [m["command"] for m in map(_LLDB_COMMAND.match, lines[index + 1 : end]) if m]
-            debugged_program = _lldb_launched(
-                debugged_program, [*_lldb_one_lines(prompt_words), *session]
-            )
+            # lldb echoes the commands `-o` ran as the session's own (`(lldb) b measure`):
+            # read from the prompt line only where the paste shows none of them, or a
+            # `settings append target.run-args x` counted twice ran `x x` (final read).
+            ones = _lldb_one_lines(prompt_words)
+            commands = session if any(one in session for one in ones) else ones + session
+            debugged_program = _lldb_launched(debugged_program, commands)
             if debugged_program is None:
                 continue  # a launch whose words were not read: the command is a TODO
         if debugged_program is not None:

@@ -2956,6 +2956,12 @@ Process 21888 launched: '/tmp/A/lldb/crash' (x86_64)
     assert read_ticket(by_option.replace("(lldb) run --count 4\n", "")).command == (
         "./crash --count 5"
     )
+    # Where the paste shows them, as lldb echoes them, they count once: an appended run-arg
+    # was read twice, `./crash x x` (final read).
+    appended = session.replace(
+        "$ lldb ./crash", "$ lldb ./crash -o 'settings append target.run-args x' -o run"
+    ).replace("(lldb) run --count 4", "(lldb) settings append target.run-args x\n(lldb) run")
+    assert read_ticket(appended).command == "./crash x"
 
 
 # A real lldb 14 session that stopped at a breakpoint before it crashed: the breakpoint's
