@@ -555,6 +555,10 @@ class Minimization:
         self._unperturbed_rejected = 0
         # Point 7: every exception type the original's attempts printed, and the rules' toll.
         self._original_raised: dict[str, None] = {}
+        # Of those, what its passing cells printed where they passed: `_new_passing` asks
+        # these alone, or the bug's own exception, printed by the failing cells, leaked into
+        # a candidate's passing cell unseen (final read).
+        self._original_passing_raised: dict[str, None] = {}
         self._raised_unknown = False
         self._new_exception_rejected = 0
         self._new_exceptions: dict[str, None] = {}
@@ -617,6 +621,7 @@ class Minimization:
             self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
             for names in raised:
                 self._original_raised.update(dict.fromkeys(names))
+                self._original_passing_raised.update(dict.fromkeys(names))
             if not self._new_passing(judging):
                 self._relook_left = 0  # the original printed it too: no more to ask
             return
@@ -632,6 +637,8 @@ class Minimization:
             self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
             for names in raised:
                 self._original_raised.update(dict.fromkeys(names))
+                if probe.role == "passing":
+                    self._original_passing_raised.update(dict.fromkeys(names))
             if probe.role == "failing":
                 self._original_places.update(
                     dict.fromkeys(
@@ -1062,13 +1069,13 @@ class Minimization:
 
     def _new_passing(self, judging: _Judging) -> tuple[str, ...]:
         """The exception types its passing cells printed where they passed that the
-        original's attempts never did: a two-lock deadlock was minimized to `first, second
+        original's passing cells never did: a two-lock deadlock was minimized to `first, second
         = () if ORDERED else (b, a)`, whose passing cell (ORDERED=1) died in its thread of
         ValueError, exit code 0, and "passed"; the condition that is the bug was gone from
         the cell that shows it. () for the original, or where its exceptions are unknown."""
         if judging.program.key == self.original.key or self._raised_unknown:
             return ()
-        return tuple(sorted(judging.passing_raised.difference(self._original_raised)))
+        return tuple(sorted(judging.passing_raised.difference(self._original_passing_raised)))
 
     def _passing_lost(self, judging: _Judging) -> bool:
         """Whether its passing cells were lost: one failed, or passed printing an exception

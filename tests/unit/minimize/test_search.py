@@ -1459,6 +1459,28 @@ def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_c
     assert "1 candidate rejected whose passing cell passed printing ValueError" in line, line
 
 
+def test_a_passing_cell_that_passes_printing_the_bugs_own_exception_loses_the_passing_cell() -> (
+    None
+):
+    # The original's failing cells print ValueError (the bug); a candidate whose passing
+    # cell passes printing it too has the bug leak into the cell that shows it absent. It
+    # was not new beside everything the original printed, failing cells included.
+    broken = program(PROGRAM.replace("def helper", "def helper_"))
+    fine = program(PROGRAM + "\n")
+    search = Minimization(program(), Settings(passing=1), proposing(broken, fine))
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.role == "passing":
+                printed = ("ValueError",) if probe.key == broken.key else ()
+                search.record(probe, ["pass"], "", [printed])
+            else:
+                attempts = max(1, probe.attempts)
+                search.record(probe, ["match"] * attempts, "", [("ValueError",)] * attempts)
+    verdicts = {j.key: j.verdict for j in search.result.judged}
+    assert verdicts[broken.key] == "loses-passing"
+    assert verdicts[fine.key] == "fails"
+
+
 def test_a_result_whose_passing_cell_prints_a_new_exception_in_the_final_check_steps_back() -> None:
     # Accepted by luck: its passing cell's thread died of ValueError in none of the passes
     # that judged it, then in the final check's. That is the proof `_verdict` rejects on,
