@@ -26,8 +26,10 @@ threads, as a join's.)
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
+import tokenize
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
@@ -164,11 +166,24 @@ def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
     # The lines as Python numbers them (\n, \r\n or \r), not `splitlines`'s (a form feed).
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     line = lines[frame.line - 1] if frame.line <= len(lines) else ""
-    code = line.split("#", 1)[0].strip()
+    code = _without_comment(line).strip()
     if _WITH.match(code):
         return "with"
     called = [name for name in _CALLED.findall(code) if name in _BLOCKING_CALLS]
     return f"{called[-1]}()" if called else ""
+
+
+def _without_comment(line: str) -> str:
+    """`line` up to its comment, by Python's tokenizer: a `#` inside a string is no comment
+    (`print("#"); time.sleep(9)` read as a busy loop where the line was cut at it). A line
+    the tokenizer cannot read alone (inside a string that spans lines) is kept whole."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an open bracket or string: read up to where it stopped, the rest kept
+    return line
 
 
 _WITH = re.compile(r"(?:async\s+)?with\b")

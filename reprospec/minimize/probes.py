@@ -72,8 +72,9 @@ RAISED_FROM = "stderr+stdout"
 # hangplace.place_of and outcome/hungstacks.hung_threads): another, and a stored state's
 # are read again. Bump it with each change of that rule. ("stack.txt" before, the same
 # rule's first version; places-5 read a line from the folder when read, not the attempt's
-# text: a docker container's path never, a live folder the last candidate's.)
-PLACES_FROM = "places-6"
+# text: a docker container's path never, a live folder the last candidate's; places-6 cut
+# a line at a `#` inside a string.)
+PLACES_FROM = "places-7"
 
 
 def _side(role: str) -> str:

@@ -474,7 +474,9 @@ def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path
         "        pass\n"
         "    while True:\n"
         "        x = 1\n"
-        "    time.sleep(100)\n",
+        "    time.sleep(100)\n"
+        '    print("#"); time.sleep(9)\n'
+        '    print("x")  # sleep(9)\n',
         encoding="utf-8",
     )
     at = str(source)
@@ -485,6 +487,9 @@ def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path
     assert acquire == "main -> stuck -> acquire()"
     assert busy == "main (in stuck)"
     assert place_of(_main_in_stuck(at, 9)) == "main -> stuck -> sleep()"
+    # A `#` in a string is no comment; a call named in a comment is none (final read).
+    assert place_of(_main_in_stuck(at, 10)) == "main -> stuck -> sleep()"
+    assert place_of(_main_in_stuck(at, 11)) == "main (in stuck)"
     assert moved([busy], [deadlock]) == (busy,)
     assert moved([deadlock], [busy]) == (deadlock,)
     # A line gone (the file changed or cannot be read) says nothing: as before.
