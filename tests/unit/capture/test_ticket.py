@@ -3345,26 +3345,33 @@ def test_a_ci_steps_secret_under_a_harmless_name_is_not_written() -> None:
     assert "Sup3rS3cret" not in written
 
 
+# A download step that logged a caught traceback and succeeded, then a lint step that
+# failed with no traceback: neither is the failure a later step shows.
+_CAUGHT_THEN_LINT = [
+    "##[group]Run python scripts/download_data.py",
+    "python scripts/download_data.py",
+    "shell: /usr/bin/bash -e {0}",
+    "##[endgroup]",
+    "Traceback (most recent call last):",
+    '  File "scripts/download_data.py", line 9, in fetch',
+    "ConnectionResetError: [Errno 104] Connection reset by peer",
+    "downloaded 3 files",
+    "##[group]Run ruff check .",
+    "ruff check .",
+    "shell: /usr/bin/bash -e {0}",
+    "##[endgroup]",
+    "src/x.py:1:8: F401 [*] `os` imported but unused",
+    "##[error]Process completed with exit code 1.",
+]
+
+
 def test_a_ci_logs_failed_step_shows_its_failure_in_its_own_lines() -> None:
     # A download step logged a caught traceback and succeeded, a lint step failed with no
     # traceback: the search for "a failure shown" read the whole log up to the lint step's
     # end, and the download's ConnectionResetError and command were the failure (review).
     log = _ci_lines(
         [
-            "##[group]Run python scripts/download_data.py",
-            "python scripts/download_data.py",
-            "shell: /usr/bin/bash -e {0}",
-            "##[endgroup]",
-            "Traceback (most recent call last):",
-            '  File "scripts/download_data.py", line 9, in fetch',
-            "ConnectionResetError: [Errno 104] Connection reset by peer",
-            "downloaded 3 files",
-            "##[group]Run ruff check .",
-            "ruff check .",
-            "shell: /usr/bin/bash -e {0}",
-            "##[endgroup]",
-            "src/x.py:1:8: F401 [*] `os` imported but unused",
-            "##[error]Process completed with exit code 1.",
+            *_CAUGHT_THEN_LINT,
             "##[group]Run python -m pytest tests/test_load.py",
             "python -m pytest tests/test_load.py",
             "shell: /usr/bin/bash -e {0}",
@@ -3411,21 +3418,7 @@ def test_a_ci_step_past_its_time_limit_is_the_failure_not_a_later_steps() -> Non
     assert read.failure.exception is None
 
 
-_CAUGHT_THEN_LINT = [
-    "##[group]Run python scripts/download_data.py",
-    "python scripts/download_data.py",
-    "shell: /usr/bin/bash -e {0}",
-    "##[endgroup]",
-    "Traceback (most recent call last):",
-    '  File "scripts/download_data.py", line 9, in fetch',
-    "ConnectionResetError: [Errno 104] Connection reset by peer",
-    "downloaded 3 files",
-    "##[group]Run ruff check .",
-    "ruff check .",
-    "shell: /usr/bin/bash -e {0}",
-    "##[endgroup]",
-    "src/x.py:1:8: F401 [*] `os` imported but unused",
-    "##[error]Process completed with exit code 1.",
+_TRAIN_STEP = [
     "##[group]Run python train.py",
     "python train.py",
     "shell: /usr/bin/bash -e {0}",
@@ -3456,7 +3449,7 @@ def test_an_earlier_ci_steps_caught_traceback_is_not_the_failed_steps_failure(
     # The step was chosen by its own lines, but its failure was read from the whole log
     # before it: a download step's caught ConnectionResetError became the exception of a
     # step that timed out or segfaulted, a spec no run of train.py reproduces (review).
-    read = read_ticket(_ci_lines(_CAUGHT_THEN_LINT + end + later))
+    read = read_ticket(_ci_lines([*_CAUGHT_THEN_LINT, *_TRAIN_STEP, *end, *later]))
     assert (read.failure.outcome, read.failure.signal) == (outcome, signal)
     assert read.failure.exception is None
     assert read.command == "python train.py"
