@@ -1431,9 +1431,10 @@ def test_the_interval_rule_compares_against_the_original_rate_the_report_shows()
     assert judged.failing.matched - 1 == 8  # its first match left out, as the original's
 
 
-def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_cell() -> None:
-    # A thread's traceback leaves the exit code 0: a candidate whose passing cell's thread
-    # died of ValueError (`first, second = ()` there) "passed", and was accepted.
+def _broken_passing_cell(failing_printed: tuple[str, ...]) -> tuple[Minimization, str, str]:
+    """A search of two candidates whose failing cells match every time printing
+    `failing_printed`: `broken`, whose passing cell passes printing ValueError, and `fine`;
+    the search and the two's keys."""
     broken = program(PROGRAM.replace("def helper", "def helper_"))
     fine = program(PROGRAM + "\n")
     search = Minimization(program(), Settings(passing=1), proposing(broken, fine))
@@ -1443,16 +1444,25 @@ def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_c
                 printed = ("ValueError",) if probe.key == broken.key else ()
                 search.record(probe, ["pass"], "", [printed])
             else:
-                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+                attempts = max(1, probe.attempts)
+                search.record(probe, ["match"] * attempts, "", [failing_printed] * attempts)
+    return search, broken.key, fine.key
+
+
+def test_a_passing_cell_that_passes_printing_a_new_exception_loses_the_passing_cell() -> None:
+    # A thread's traceback leaves the exit code 0: a candidate whose passing cell's thread
+    # died of ValueError (`first, second = ()` there) "passed", and was accepted.
+    search, broken, fine = _broken_passing_cell(())
+    assert search.result is not None
     verdicts = {j.key: j.verdict for j in search.result.judged}
-    assert verdicts[broken.key] == "loses-passing"
-    assert verdicts[fine.key] == "fails"
+    assert verdicts[broken] == "loses-passing"
+    assert verdicts[fine] == "fails"
     # Said in minimize.json and minimize.md's Same failure line, not as no rejection.
     same = search.result.same_failure
     assert same is not None
     assert (same.new_passing_rejected, same.new_passing_exceptions) == (1, ("ValueError",))
     assert same.new_exception_rejected == 0
-    rejected = next(j for j in search.result.judged if j.key == broken.key)
+    rejected = next(j for j in search.result.judged if j.key == broken)
     assert rejected.new_exceptions == ("ValueError",)
     assert same.to_dict()["new_passing_rejected"] == 1
     line = _same_line(cast(Minimized, SimpleNamespace(result=search.result)))
@@ -1465,20 +1475,11 @@ def test_a_passing_cell_that_passes_printing_the_bugs_own_exception_loses_the_pa
     # The original's failing cells print ValueError (the bug); a candidate whose passing
     # cell passes printing it too has the bug leak into the cell that shows it absent. It
     # was not new beside everything the original printed, failing cells included.
-    broken = program(PROGRAM.replace("def helper", "def helper_"))
-    fine = program(PROGRAM + "\n")
-    search = Minimization(program(), Settings(passing=1), proposing(broken, fine))
-    while search.result is None:
-        for probe in search.next_probes():
-            if probe.role == "passing":
-                printed = ("ValueError",) if probe.key == broken.key else ()
-                search.record(probe, ["pass"], "", [printed])
-            else:
-                attempts = max(1, probe.attempts)
-                search.record(probe, ["match"] * attempts, "", [("ValueError",)] * attempts)
+    search, broken, fine = _broken_passing_cell(("ValueError",))
+    assert search.result is not None
     verdicts = {j.key: j.verdict for j in search.result.judged}
-    assert verdicts[broken.key] == "loses-passing"
-    assert verdicts[fine.key] == "fails"
+    assert verdicts[broken] == "loses-passing"
+    assert verdicts[fine] == "fails"
 
 
 def test_a_result_whose_passing_cell_prints_a_new_exception_in_the_final_check_steps_back() -> None:
