@@ -114,7 +114,7 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     `check` in the next, or in json's encoder at one depth and its decoder at another, and
     a lone busy thread read so was another hang at almost every sighting (review). Its
     innermost is said beside it for the words (`main (in stuck)`), not compared
-    (`threads_of`). Only where it waits in a known blocking call of the library
+    (`_entries`). Only where it waits in a known blocking call of the library
     (`_BLOCKING`: threading's waits, a queue's get, selectors' select, a child's wait) are
     its innermost function and the library frames it waits in compared too, so one thread
     at a Barrier still differs from the same thread on a lock; and so are they where its
@@ -218,7 +218,7 @@ _BLOCKING_CALLS = frozenset(
 
 
 # Where a thread that waits in no blocking call was caught, for the words alone: `main (in
-# stuck)`; `threads_of` leaves it out, as a busy thread is caught wherever it runs.
+# stuck)`; `_entries` leaves it out, as a busy thread is caught wherever it runs.
 _IN = " (in "
 
 
@@ -265,15 +265,10 @@ def places_said(places: Iterable[str], in_: str = "in ") -> str:
     return " / ".join("outside the program's code" if p == NOWHERE else in_ + p for p in places)
 
 
-def threads_of(place: str) -> frozenset[str]:
-    """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`; `main (in stuck)`:
-    `main`), as they are compared; `NOWHERE` is one."""
-    return frozenset(_entries(place))
-
-
 def _entries(place: str) -> tuple[str, ...]:
-    """`threads_of`'s entries with their repeats: two `Worker(Thread).run` threads waiting
-    at one `with` are two `run -> with` (`sits_as` counts them)."""
+    """A place's entries, one per hung thread (`w1, w2`: `w1` and `w2`; `main (in stuck)`:
+    `main`), as they are compared, with their repeats: two `Worker(Thread).run` threads
+    waiting at one `with` are two `run -> with` (`sits_as` counts them); `NOWHERE` is one."""
     return tuple(thread.split(_IN, 1)[0] for thread in place.split(", "))
 
 
@@ -360,5 +355,4 @@ __all__ = [
     "places_said",
     "sits_as",
     "source_at",
-    "threads_of",
 ]
