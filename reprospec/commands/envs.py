@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
-        print(f"{verb} {env.key}  Python {env.python}  {env.listed()}")
+        print(f"{verb} {env.key}  Python {env.python or '?'}  {env.listed()}")
     for left in swept:
         print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")
     freed = sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)

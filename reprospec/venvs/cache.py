@@ -9,6 +9,7 @@ What killed builds left in `.tmp` is `staging.Unfinished`: listed and swept ther
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import time
@@ -53,6 +54,11 @@ class EnvInfo:
     # one environment of the same unpinned `packages` per day, which read alike without it.
     # Its JSON key is `exclude_newer` (docs/cli.md's `envs`).
     cutoff: str = ""
+    # Why its description (reprospec-env.json) cannot be read, where it cannot ("": it can):
+    # such a folder was left out of `envs list` and `envs prune` without a word, "no
+    # environments" said beside a folder of megabytes that nothing would ever remove. Its
+    # python and packages are unknown; its size, uses and lock are read as any other's.
+    unreadable: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -69,6 +75,7 @@ class EnvInfo:
             "in_use": self.in_use,
             "sources": list(self.sources),
             "exclude_newer": self.cutoff or None,
+            "unreadable": self.unreadable or None,
         }
 
     def holds(self) -> str:
@@ -79,28 +86,34 @@ class EnvInfo:
     def listed(self) -> str:
         """What it holds as `envs list` and `envs prune` say it: `holds`, then each path
         entry's absolute path and files' digest (`./mypkg (./mypkg: /a/mypkg 0123...)`),
-        without which two `./mypkg` environments read alike."""
+        without which two `./mypkg` environments read alike. One whose description cannot be
+        read says so instead, and where it is (`unreadable: its reprospec-env.json is not
+        JSON (...), /envs/KEY`): what it holds is unknown, and the folder is the user's to see."""
+        if self.unreadable:
+            return f"unreadable: {self.unreadable}, {self.path}"
         return self.holds() + "".join(f" ({source})" for source in self.sources)
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
-    """Every complete environment under `root`, most recently used first."""
+    """Every environment under `root`, most recently used first: each complete one, and each
+    folder of one whose description cannot be read (`EnvInfo.unreadable`, `_unreadable`)."""
     out: list[EnvInfo] = []
     if not root.is_dir():
         return out
     for folder in root.iterdir():
-        if folder.name.startswith(".") or not folder.is_dir():
+        if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
             continue
         meta = read_meta(folder)
-        if meta is None:
-            continue
-        request = meta.get("request")
+        unreadable = _unreadable(folder) if meta is None else ""
+        if meta is None and not unreadable:
+            continue  # no environment's folder: not ours to list, nor to remove
+        request = (meta or {}).get("request")
         request = request if isinstance(request, dict) else {}
         users: list[tuple[float, str]] = []
         with contextlib.suppress(OSError):
             for marker in (folder / USED_BY).iterdir():
                 users.append((marker.stat().st_mtime, marker.name))
-        last_used = max((t for t, _ in users), default=(folder / META).stat().st_mtime)
+        last_used = max((t for t, _ in users), default=_changed(folder))
         python = request.get("python")
         wanted = request.get("packages")
         sources = request.get("sources")
@@ -111,7 +124,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 python=str(python.get("version") or "") if isinstance(python, dict) else "",
                 packages=tuple(str(p) for p in wanted) if isinstance(wanted, list) else (),
                 size_bytes=folder_size(folder),
-                created=str(meta.get("created") or ""),
+                created=str((meta or {}).get("created") or ""),
                 last_used=last_used,
                 used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
                 in_use=_held(root, folder.name),
@@ -121,9 +134,38 @@ def list_envs(root: Path) -> list[EnvInfo]:
                     if isinstance(pair, list) and len(pair) == 2
                 ),
                 cutoff=cutoff_of(request) or "",
+                unreadable=unreadable,
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
+
+
+def _unreadable(folder: Path) -> str:
+    """Why `folder`, which `read_meta` refused, is an environment whose description cannot
+    be read, in a few words; "" where it is no environment's folder at all (neither a
+    reprospec-env.json nor a venv's pyvenv.cfg in it: something else someone keeps under
+    the environments folder, which list and prune leave alone)."""
+    meta = folder / META
+    if not meta.exists() and not meta.is_symlink():
+        return f"it has no {META}" if (folder / "pyvenv.cfg").exists() else ""
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return f"its {META} cannot be read ({exc.strerror or exc})"
+    except ValueError as exc:
+        return f"its {META} is not JSON ({exc})"
+    if not isinstance(data, dict):
+        return f"its {META} is not a JSON object"
+    return "it has no bin/python"
+
+
+def _changed(folder: Path) -> float:
+    """When `folder`'s environment was last changed: its description's time, else (one that
+    cannot be read, or is gone) the folder's own; 0.0 where neither can be read."""
+    for path in (folder / META, folder):
+        with contextlib.suppress(OSError):
+            return path.stat().st_mtime
+    return 0.0
 
 
 def prune_envs(
@@ -216,7 +258,7 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
         rows.append(
             {
                 "key": env.key,
-                "python": env.python,
+                "python": env.python or "?",
                 "packages": env.listed(),
                 "size": human_size(env.size_bytes),
                 "last_used": ago(now - env.last_used),

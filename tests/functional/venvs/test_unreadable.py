@@ -1,0 +1,98 @@
+"""An environment whose reprospec-env.json cannot be read: `envs list` said "no
+environments in DIR" beside its folder, and `envs prune` never removed it. It is listed as
+unreadable, with its size and path, and pruned by the usual rules; a folder that is no
+environment's is left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec import venvs
+from tests.support.cli import ROOT
+from tests.support.envs import make_wheel, uv_environment
+
+DEMO = "reprospec-envdemo"
+
+
+def envs_cli(root: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        **uv_environment(),
+        venvs.ENVS_VARIABLE: str(root),
+        "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
+        "NO_COLOR": "1",
+        "COLUMNS": "400",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "envs", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        ("{bad", "its reprospec-env.json is not JSON (Expecting property name"),
+        ("[1, 2]", "its reprospec-env.json is not a JSON object"),
+    ],
+)
+def test_an_unreadable_environment_is_listed_and_pruned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str, why: str
+) -> None:
+    for key, value in uv_environment().items():
+        monkeypatch.setenv(key, value)
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    root = tmp_path / "envs"
+    request = venvs.EnvRequest(
+        venvs.find_interpreter(None), (f"{DEMO}==1.0",), venvs.user_index_config((wheels,))
+    )
+    built = venvs.ensure_env(request, root, user="spec-a")
+    (built.path / venvs.META).write_text(damage)
+    # Something else kept in the folder: no environment, never listed nor removed.
+    (root / "notes").mkdir()
+    (root / "notes" / "todo.txt").write_text("keep me\n")
+
+    (listed,) = venvs.list_envs(root)
+    assert listed.key == request.key()
+    assert listed.unreadable.startswith(why)
+    assert listed.size_bytes > 0
+    assert listed.used_by == ("spec-a",)
+
+    text = envs_cli(root, tmp_path, "list").stdout
+    assert "no environments" not in text
+    assert f"unreadable: {why}" in text
+    assert str(built.path) in text
+    assert "1 environment," in text
+    (row,) = json.loads(envs_cli(root, tmp_path, "list", "--format", "json").stdout)
+    assert row["path"] == str(built.path)
+    assert row["unreadable"].startswith(why)
+    assert row["size_bytes"] == listed.size_bytes
+
+    # Its usual rules: used just now, so a prune of month-old ones keeps it.
+    envs_cli(root, tmp_path, "prune")
+    assert built.path.is_dir()
+    # A run holding it keeps it from --all too.
+    held = venvs.hold(root, request.key())
+    assert held is not None
+    with held:
+        kept = envs_cli(root, tmp_path, "prune", "--all")
+        assert f"kept {request.key()}: in use by a run now" in kept.stderr
+        assert built.path.is_dir()
+    done = envs_cli(root, tmp_path, "prune", "--all")
+    assert f"removed {request.key()}  Python ?  unreadable: {why}" in done.stdout
+    assert "removed 1 environment," in done.stderr
+    assert not built.path.exists()
+    assert (root / "notes" / "todo.txt").read_text() == "keep me\n"
