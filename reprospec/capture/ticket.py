@@ -642,7 +642,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     elif _WORKER_EXITED.search(clean):
         where = "worker"
         evidence.append("a DataLoader worker exited unexpectedly (its signal is not shown)")
-    gdb = _GDB_SIGNAL.search(clean)
+    gdb = _gdb_signal(clean)
     if signal is None and gdb:
         signal = canonical_signal(gdb["signal"])
         evidence.append(f"gdb: {gdb.group(0).strip()}")
@@ -1032,9 +1032,12 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         machine=machine,
         command=command,
         presets=presets,
-        # lldb's frames from its crash's stop: a breakpoint's or an attach's stop before
-        # it (`b measure`, `run`, `c`) shows a frame #0 of its own, which was read.
-        native_frames=_native_frames(clean[lldb[2] :] if lldb is not None else clean),
+        # The debugger's frames from its crash's stop: a breakpoint's stop before it
+        # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
+        # and a backtrace of its own, which were read.
+        native_frames=_native_frames(
+            clean[gdb.start() if gdb else lldb[2] if lldb is not None else 0 :]
+        ),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
@@ -1890,6 +1893,18 @@ def _lldb_frame(rest: str) -> str:
     source = symbol[end:].removeprefix(" at ") if symbol.startswith(" at ", end) else ""
     where = source.rsplit("/", 1)[-1].split(":", 1)[0] or module.rsplit("/", 1)[-1]
     return f"{function}@{where}" if where else function
+
+
+def _gdb_signal(text: str) -> re.Match[str] | None:
+    """gdb's first stop of a crash (`Program received signal SIGSEGV`, `Thread 2 "python"
+    received signal SIGABRT`, a core's `Program terminated with signal SIGSEGV`); None where
+    it shows none. A stop of a signal that is no crash comes before it or alone: Ctrl-C's
+    `SIGINT` to look at a hung program, a `SIGPIPE` or `SIGUSR1` gdb stops at by default
+    and the program handles once continued."""
+    for stop in _GDB_SIGNAL.finditer(text):
+        if canonical_signal(stop["signal"]) in CRASH_SIGNALS:
+            return stop
+    return None
 
 
 def _lldb_signal(text: str) -> tuple[str | None, str, int] | None:

@@ -3012,6 +3012,32 @@ def test_lldb_frames_are_the_crash_stops_not_an_earlier_stops() -> None:
     assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash)
 
 
+def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
+    # A real gdb 13 session that stopped at a breakpoint before it crashed: `bt` at the
+    # breakpoint, `continue` on to the crash, `bt` again. The breakpoint's `bt` was read as
+    # the backtrace: `measure@foo.c`, `main@crash.c`.
+    read = read_ticket(ticket("gdb-breakpoint-then-crash.md"))
+    assert (read.failure.signal, read.native_frames) == (
+        "SIGSEGV",
+        ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@crash.c"),
+    )
+    assert read.command == "./crash --count 4"
+
+
+def test_a_gdb_stop_at_a_signal_that_is_no_crash_is_not_the_crash() -> None:
+    # Real gdb 13 sessions. A program raised a signal it handles (SIGUSR1), which gdb
+    # stops at, then crashed: the SIGUSR1 was the crash's signal, its `raise` frames the
+    # backtrace.
+    read = read_ticket(ticket("gdb-handled-signal-then-crash.md"))
+    assert (read.failure.signal, read.native_frames) == (
+        "SIGSEGV",
+        ("__strlen_evex@strlen-evex.S", "main@usr1.c"),
+    )
+    # SIGINT stopped a hung program, as Ctrl-C does: it was a crash of SIGINT.
+    read = read_ticket(ticket("gdb-interrupted-hang.md"))
+    assert (read.failure.outcome, read.failure.signal) == ("hang", None)
+
+
 def test_an_lldb_mach_exception_is_read_as_its_linux_signal() -> None:
     # macOS's lldb says a Mach exception, not a signal: the fault's signal on Linux.
     mac = """\
