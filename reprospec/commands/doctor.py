@@ -249,7 +249,11 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
         return [_Interpreter(given or sys.executable, needs=needs)], None
     wanted = [(p, cells) for p, cells in needs.pythons if p is not None] or [(needs.python, ())]
     several = len(wanted) > 1
-    found: list[_Interpreter] = []
+    # Each interpreter found, with the pythons and cells of it: two pythons that name one
+    # interpreter (`3.11` and `3.11.7`, a path and its version) were each probed, and one that
+    # could not be captured was said twice, as two (`python 3.11 (cell py=3.11): ...; python
+    # 3.11.7 (cell py=3.11.7): ...`, the same failure).
+    of_path: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     missing: list[str] = []
     versions: list[str] = []  # of those not found
     for request, cells in wanted:
@@ -261,9 +265,17 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
             missing.append(f"{exc}{of}")
             versions.append(request)
             continue
-        whose = f" (the venv runner's interpreter for the spec's python {request})"
-        checked = replace(needs, python=request, pythons=())
-        found.append(_Interpreter(path, whose, checked, f"python {request}{of}" if several else ""))
+        of_path.setdefault(path, []).append((request, cells))
+    found: list[_Interpreter] = []
+    for path, group in of_path.items():
+        requests = [request for request, _ in group]
+        ids = [cell for _, these in group for cell in these]
+        of = f" ({named_cells(ids)})" if ids and several else ""
+        said = " and ".join(requests)
+        whose = f" (the venv runner's interpreter for the spec's python {said})"
+        # Each python of it held against it, its cells named (one: `python` is every cell's).
+        checked = replace(needs, python=requests[0], pythons=tuple(group) if len(group) > 1 else ())
+        found.append(_Interpreter(path, whose, checked, f"python {said}{of}" if several else ""))
     # Cells that name no python are built on reprospec's own: not every cell is of those
     # missing, even where none is found.
     some = bool(found) or any(p is None for p, _ in needs.pythons)

@@ -410,3 +410,41 @@ def test_on_a_gpu_host_an_uncaptured_interpreter_runs_no_cuda_smoke(
         "why": str(tools / "compute-sanitizer"),
     }
     assert not ran.exists()
+
+
+def test_two_pythons_of_one_interpreter_are_probed_and_named_once(cli: Cli, tmp_path: Path) -> None:
+    """`python: [A, A']` where A and A' name one interpreter (a path and another spelling of
+    it, `3.11` and `3.11.7`): each was probed, and one that could not be captured was said
+    twice in the `capture` line, the same failure as of two interpreters."""
+    probes = tmp_path / "probes"
+    python = tmp_path / "bin" / "python3"
+    python.parent.mkdir()
+    python.write_text(
+        '#!/bin/sh\ncase "$*" in *reprospec_harness.envinfo*)\n'
+        f"  echo probed >> {probes}\n"
+        "  echo \"ImportError: cannot import name 'TypeAlias' from 'typing'\" >&2; exit 1;;\n"
+        f'esac\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    other = f"{tmp_path}/bin/./python3"  # (a Path drops the `.`)
+    ours = os.path.realpath(sys.executable)
+    alias = f"{Path(ours).parent}/./{Path(ours).name}"
+    spec = (
+        "reprospec: 1\nname: m\nenvironment: {{python: '${{{{ matrix.py }}}}'}}\n"
+        "matrix: {{py: [{}]}}\ncommand: 'true'\nexpect: {{outcome: pass}}\n"
+    )
+    # What one probe of it runs (a capture with torch, then without).
+    (tmp_path / "one.yaml").write_text(spec.format(f"'{python}', '{ours}'"))
+    assert cli("doctor", "one.yaml", "--runner", "venv", cwd=tmp_path).code == 0
+    once = probes.read_text()
+    probes.unlink()
+    (tmp_path / "m.yaml").write_text(spec.format(f"'{python}', '{other}', '{ours}', '{alias}'"))
+    done = cli("doctor", "m.yaml", "--runner", "venv", cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].endswith(
+        f"(the venv runner's interpreter for the spec's python {ours} and {alias})"
+    ), done.stdout
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.split()[1:2] == ["capture"]]
+    assert line.count("environment capture with") == 1, line
+    assert f"python {python} and {other} (cells py={python}, py={other}): " in line
+    assert probes.read_text() == once
