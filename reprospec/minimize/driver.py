@@ -365,7 +365,11 @@ def _minimize(
     header: JsonObject = {"spec": spec.name, "cell": failing.id}
     with held_state(folder, header, f"minimization {ident}", say) as state:
         lines = stored_source(
-            folder, workdir, live=_live(attempt.preload, original), workload=workload
+            folder,
+            workdir,
+            live=_live(attempt.preload, original),
+            workload=workload,
+            docker=run_options.runner == "docker",
         )
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs", lines)):
             say(
@@ -1059,7 +1063,7 @@ def _dir_places(
     """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place), its
     lines read from DIR (`workdir`), as the container named it under docker."""
     run_dir = out.resolve() / "runs" / run.run_id
-    source = source_at(workdir)
+    source = source_at(workdir, docker=run.runner == "docker")
     return [p for p in (attempt_place(run_dir, a, source) for a in attempts) if p != UNREAD]
 
 

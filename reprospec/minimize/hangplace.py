@@ -57,17 +57,24 @@ def on_disk(path: str) -> str:
 
 
 def source_at(
-    workdir: Path, files: Iterable[tuple[str, str]] = (), *, written: bool = True
+    workdir: Path,
+    files: Iterable[tuple[str, str]] = (),
+    *,
+    written: bool = True,
+    docker: bool = False,
 ) -> Source:
     """The text of the files an attempt that ran in `workdir` had, by the path its dump names:
     `files` (a candidate's program files, by their path relative to the workdir) from
     there, every other file of the workdir from it, on this host, and a file elsewhere
     where the dump names it.
 
-    A path is the workdir's as this host names it, by its real path, or as the docker
-    runner's container does (`container_workdir`: `/work` for a workdir under /root, /opt,
-    /usr or /var), which cannot be read on the host: every place there fell back to `main
-    (in stuck)`, so a busy loop and a deadlock were one place under docker alone (review).
+    A path is the workdir's as this host names it, by its real path, or, where the attempt
+    ran in the docker runner's container (`docker`), as the container does
+    (`container_workdir`: `/work` for a workdir under /root, /opt, /usr or /var), which
+    cannot be read on the host: every place there fell back to `main (in stuck)`, so a
+    busy loop and a deadlock were one place under docker alone (review). Only there: a
+    local attempt's `/work/...` is that host file, and read as the workdir's it was
+    another file's line, or none (a workdir under /root and a module under /work/lib).
     The text is the attempt's, not the folder's when the place is read: a live search
     (run.preload) rewrites one folder for each candidate, and a stored probe read again
     (probes.reread) read the last candidate's lines. The text of a file of a folder gone
@@ -78,7 +85,8 @@ def source_at(
     own = dict(files)
     roots: list[str] = []  # each ending in "/"
     for folder in (workdir, workdir.resolve()):
-        for root in (folder.as_posix(), container_workdir(folder)):
+        named = (folder.as_posix(), container_workdir(folder)) if docker else (folder.as_posix(),)
+        for root in named:
             root = root.rstrip("/") + "/"
             if root not in roots:
                 roots.append(root)

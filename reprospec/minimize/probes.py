@@ -99,21 +99,36 @@ def _longest_attempt(probe: StoredProbe, runs: Path) -> float:
     return longest
 
 
+def probe_key(role: str, program: str) -> str:
+    """A stored probe's key: its role and its program's key (`program_of` reads it back)."""
+    return f"{role}:{program}"
+
+
+def program_of(key: str) -> str:
+    """The program's key of a stored probe's `probe_key`."""
+    return key.split(":", 1)[1]
+
+
+def candidate_folder(folder: Path, program: str) -> Path:
+    """A candidate's own workdir under the search's folder (`ProbeRunner.materialize`)."""
+    return folder / "candidates" / program
+
+
 def stored_source(
-    folder: Path, workdir: Path, *, live: bool, workload: bool
+    folder: Path, workdir: Path, *, live: bool, workload: bool, docker: bool = False
 ) -> Callable[[StoredProbe], Source]:
     """Where the lines of a stored probe's hangs are read when it is read again (`reread`):
-    its candidate's own folder (candidates/KEY, written once for that content; its text
-    unknown where the folder is gone), the live folder's links to the original's files
-    alone (its own files are the last candidate's), a workload's workdir (no files of its
-    own)."""
+    its candidate's own folder (`candidate_folder`, written once for that content; its
+    text unknown where the folder is gone), the live folder's links to the original's
+    files alone (its own files are the last candidate's), a workload's workdir (no files
+    of its own); each as the container named it where the attempts ran under docker."""
 
     def source(probe: StoredProbe) -> Source:
         if workload:
-            return source_at(workdir)
+            return source_at(workdir, docker=docker)
         if live:
-            return source_at(folder / "live", written=False)
-        return source_at(folder / "candidates" / probe.key.split(":", 1)[-1])
+            return source_at(folder / "live", written=False, docker=docker)
+        return source_at(candidate_folder(folder, program_of(probe.key)), docker=docker)
 
     return source
 
@@ -229,6 +244,8 @@ class ProbeRunner:
         self.spec_path = spec_path
         self.overrides = tuple(overrides)
         self.options = options
+        # A docker attempt's dump names the workdir as its container does (hangplace).
+        self._docker = options.runner == "docker"
         self.failing = failing
         # The settings step's configuration: a one-cell matrix and the failing expect.
         self.failing_overrides = tuple(failing_overrides)
@@ -277,7 +294,7 @@ class ProbeRunner:
         return cap if cap < self.timeout_s else None
 
     def run(self, program: Program, probe: Probe) -> StoredProbe:
-        key = f"{probe.role}:{program.key}"
+        key = probe_key(probe.role, program.key)
         # At most the attempts asked: a smaller budget's search asks fewer near its end.
         stored = self.state.take(key, probe.attempts)
         if stored is not None:
@@ -311,12 +328,12 @@ class ProbeRunner:
         first = self.state.first_attempt(key, max(1, probe.attempts) if failing_side else 1)
         if self.workload:
             sets = [*self.overrides, *field_overrides(program)]
-            source = source_at(self.workdir)
+            source = source_at(self.workdir, docker=self._docker)
         else:
             where = self.materialize(program)
             # The candidate's lines as it ran them, whatever its folder holds when they are
             # read (a live folder is rewritten for the next candidate).
-            source = source_at(where, program.files)
+            source = source_at(where, program.files, docker=self._docker)
             sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
             words = [*program.head, *program.args]
             command = words if self.as_list else join_words(tuple(words))
@@ -473,7 +490,7 @@ class ProbeRunner:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
             return where
-        where = self.folder / "candidates" / program.key
+        where = candidate_folder(self.folder, program.key)
         if where.is_dir():
             return where
         temporary = where.with_name(where.name + ".tmp")

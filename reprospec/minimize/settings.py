@@ -253,7 +253,11 @@ def reduce_settings(
             values[axis] = value
     cell = Cell(id=cell_id(values), index=failing.index, matrix=values)
     same = _same_failure(
-        found.folder, tuple(range(len(diffs))), tuple(chosen), options.out, source_at(workdir)
+        found.folder,
+        tuple(range(len(diffs))),
+        tuple(chosen),
+        options.out,
+        source_at(workdir, docker=options.runner == "docker"),
     )
     if same is not None:
         # Failing as the expect says is not failing the same way: a worker's segfault that

@@ -517,10 +517,15 @@ def test_a_place_reads_the_line_a_docker_container_named() -> None:
         workdir = Path(folder)
         (workdir / "pkg").mkdir()
         (workdir / "pkg" / "h.py").write_text(STUCK, encoding="utf-8")
-        source = source_at(workdir)
+        source = source_at(workdir, docker=True)
         assert place_of(_main_in_stuck("/work/pkg/h.py", 5), source) == "main -> stuck -> with"
         assert place_of(_main_in_stuck("/work/pkg/h.py", 8), source) == "main (in stuck)"
         assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 4), source).endswith("acquire()")
+        # A local attempt's /work/pkg/h.py is that host file (none here), not the
+        # workdir's: read as the workdir's, another file's line made the place.
+        local = source_at(workdir)
+        assert place_of(_main_in_stuck("/work/pkg/h.py", 5), local) == "main (in stuck)"
+        assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 5), local) == "main -> stuck -> with"
     assert place_of(_main_in_stuck("/work/pkg/h.py", 5)) == "main (in stuck)"  # as named
 
 
