@@ -11,15 +11,19 @@ stack was fetching an item when the engine asked: the hang sits there, in the us
 report said `hang`, `where: main`, and the worker's frame showed only in the folded
 Stacks block, under the same command line as the two other processes).
 
-A pure reading of text: the classifier names the stuck worker (`where: worker`, as the
-harness's `worker_busy` events do for a workload), and the report labels the workers'
-stacks and says where each hang sits.
+A reading of text (but for the line a joined thread sits at, read from its file to tell a
+thread on a lock from one that sleeps: `_stuck_rank`): the classifier names the stuck
+worker (`where: worker`, as the harness's `worker_busy` events do for a workload), and the
+report labels the workers' stacks and says where each hang sits.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable
+from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
@@ -426,7 +430,58 @@ def _other_threads(
         user = next((f for f in frames if _is_user(f, string)), None)
         if frames is not main and user is not None:
             out.append((user, tuple(_waiting(frames, string)), _outermost(frames, string)))
-    return tuple(out)
+    return tuple(sorted(out, key=_stuck_rank))
+
+
+def _stuck_rank(thread: _HungThread) -> int:
+    """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
+    first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
+    `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
+    heartbeat's `time.sleep` in its loop: it wakes and sleeps again, stuck on nothing), 1
+    otherwise (a busy loop, a line that cannot be read).
+
+    faulthandler's dump says neither which thread a join waits for nor whether a thread
+    runs: a lock's wait and a sleep both stop in C code, below the user's line, so a
+    daemon `heartbeat` dumped before the joined `w` (threads are dumped newest first) titled
+    the hang `hang in beat`, where `w` sat on a held lock. The library frames below the
+    user's say what it waits in, else the user's own line, read from its file (as
+    minimize's hangplace reads it); a dump's order stays among threads of one rank."""
+    frame, waiting, _ = thread
+    if waiting:
+        return 0 if any(in_file(waiting[0], path) for path in _THREAD_WAITS) else 1
+    code = _source_line(frame)
+    if _BLOCKED_LINE.search(code):
+        return 0
+    return 2 if _SLEEP_LINE.search(code) else 1
+
+
+# The library's files whose frames a thread waits in for another thread (a join, a lock's
+# or Condition's acquire, a queue's get, a future's result), below its own line.
+_THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
+# A user's line that waits in C code for another thread: a lock's `with`, its acquire, an
+# Event's or a Condition's wait, a join. A line that sleeps: time's sleep (`sleep(0.05)`).
+_BLOCKED_LINE = Lazy(r"^\s*(?:async\s+)?with\b|\b(?:acquire|wait|wait_for|join)\s*\(")
+_SLEEP_LINE = Lazy(r"\bsleep\s*\(")
+
+
+def _source_line(frame: Frame) -> str:
+    """The line of its file a frame is at, up to its comment (by Python's tokenizer: a `#`
+    inside a string is none); "" where the file cannot be read here (a container's path, a
+    file since gone: the thread then ranks as one that runs)."""
+    if frame.line < 1 or frame.path.startswith("<"):
+        return ""
+    try:
+        with Path(frame.path).open(encoding="utf-8", errors="replace") as handle:
+            line = next((text for n, text in enumerate(handle, 1) if n == frame.line), "")
+    except (OSError, ValueError):
+        return ""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an open bracket or string: the line kept whole
+    return line
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

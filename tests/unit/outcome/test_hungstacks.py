@@ -490,3 +490,67 @@ def test_a_process_away_from_the_tree_waiting_at_exit_holds_no_hang() -> None:
     assert process.describe() == "pid 4200"
     assert hung_frame(away) is None
     assert where_stuck(away) is None
+
+
+# A main thread joining `w`, which waits on a lock held forever, beside a daemon `heartbeat`
+# that sleeps in a loop; faulthandler dumps the newest thread first, the heartbeat here.
+_JOIN_BESIDE_A_HEARTBEAT = """\
+--- pid 88 (python job.py) ---
+Thread 0x00007f0000000002 (most recent call first):
+  File "{path}", line 6 in beat
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Thread 0x00007f0000000001 (most recent call first):
+  File "{path}", line 9 in work
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007f0000000000 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 1139 in _wait_for_tstate_lock
+  File "/usr/lib/python3.11/threading.py", line 1119 in join
+  File "{path}", line 13 in <module>
+"""
+
+_JOB = """\
+import threading, time
+lock = threading.Lock()
+lock.acquire()
+def beat():
+    while True:
+        time.sleep(0.05)  # with lock: (a comment says nothing)
+def work():
+    print("#", end="")
+    {line}
+w = threading.Thread(target=work, name="w")
+w.start()
+threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+w.join()
+"""
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["with lock:", "lock.acquire()", "threading.Event().wait()", "lock.acquire()  # sleep()"],
+)
+def test_a_join_names_the_thread_on_a_lock_not_the_heartbeat_that_sleeps(
+    tmp_path: Path, line: str
+) -> None:
+    """The joined thread waits in C code on its own line, as the heartbeat's sleep does: the
+    frames alone look alike, and the dump's first (the heartbeat) titled the hang `hang in
+    beat`. The lines tell them apart."""
+    job = tmp_path / "job.py"
+    job.write_text(_JOB.format(line=line))
+    stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=job)
+    assert hung_frame(stack) == Frame(str(job), 9, "work")
+    stuck = where_stuck(stack)
+    assert stuck is not None
+    assert [f.function for f in stuck.joined] == ["work", "beat"]
+
+
+def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) -> None:
+    """Where the file is not here to read (a container's path), the dump's order stands."""
+    stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=tmp_path / "gone.py")
+    frame = hung_frame(stack)
+    assert frame is not None
+    assert frame.function == "beat"

@@ -1,0 +1,58 @@
+"""A hang in a join names the thread the program is stuck on, not one that sleeps beside it.
+
+A real program through the CLI: its main thread joins `w`, which waits forever for a lock
+held by the main thread, beside a daemon `heartbeat` that sleeps in a loop. faulthandler
+dumps the newest thread first, the heartbeat, and both wait in C code below their own
+line: the hang read `hang in beat`, the thread that is stuck on nothing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Cli
+
+_JOB = textwrap.dedent(
+    """
+    import threading, time
+    lock = threading.Lock()
+    lock.acquire()
+    def beat():
+        while True:
+            time.sleep(0.05)
+    def work():
+        with lock:
+            pass
+    w = threading.Thread(target=work, name="w")
+    w.start()
+    threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+    {end}
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        "w.join()",
+        # The main thread leaves the program's code and waits at exit for `w`: a join too.
+        "pass",
+    ],
+)
+def test_a_join_hang_names_the_thread_on_the_lock_not_the_heartbeat(
+    cli: Cli, tmp_path: Path, end: str
+) -> None:
+    (tmp_path / "job.py").write_text(_JOB.format(end=end))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: join-hang\ncommand: python job.py\n"
+        "run: {timeout: 1s}\nexpect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert outcome["hung_in"]["function"] == "work", outcome
+    assert "hang in work (job.py:9)" in result.stdout, result.stdout
