@@ -169,8 +169,10 @@ def capture_command(
     )
     stop = _cancel(cancel)
 
-    def run_spec(path: Path, repeat: int, observe: bool, wait: VerifyWait | None) -> RunResult:
-        return command.run_captured(path, repeat, observe, request, wait, cancel=stop)
+    def run_spec(
+        path: Path, repeat: int, observe: bool, wait: VerifyWait | None, shown: Path | None
+    ) -> RunResult:
+        return command.run_captured(path, repeat, observe, request, wait, cancel=stop, shown=shown)
 
     return command.capture(request, run_spec, _progress(progress))
 

@@ -303,11 +303,14 @@ def run_captured(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     deferral: Deferral | None = None,
+    shown: Path | None = None,
 ) -> RunResult:
     """One run of the spec capture drafted (`observe`) or wrote (its verify), on the local
     runner; `wait`: a verify's of a captured hang, loaded as overrides (its run.stall). A
     run stopped by `cancel` (or Ctrl-C) raises KeyboardInterrupt: capture writes nothing
-    from a run it did not finish. `deferral`: the run's (RunOptions.deferral)."""
+    from a run it did not finish. `deferral`: the run's (RunOptions.deferral). `shown`:
+    the spec capture wrote where `path` is the verify's copy of it (removed once the run
+    ends): the run records and shows that file, which `report latest` then names."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.pipeline import stages
     from reprospec.spec.load import load_spec
@@ -320,11 +323,11 @@ def run_captured(
         out=request.out,
         purpose="capture",
         python=python,
-        command_line=f"reprospec run {path}"
+        command_line=f"reprospec run {shown or path}"
         + (f" --python {shlex.quote(python)}" if python else ""),
         deferral=deferral,
     )
-    result = stages.run(spec, options, progress=progress, cancel=cancel)
+    result = stages.run(spec, options, progress=progress, cancel=cancel, shown=shown)
     if result.interrupted:
         raise KeyboardInterrupt
     return result
@@ -453,7 +456,7 @@ def _capture(
     spec_path.write_text(render_spec(first), encoding="utf-8")
     try:
         with environ.changed({RECORD_IMPORTS_VAR: "1"}):
-            result = run_spec(spec_path, request.repeat, True, None)
+            result = run_spec(spec_path, request.repeat, True, None, None)
     except InfraError:
         # The run could not start (`--python /nope`: interpreter not found): its draft, which
         # says it is rewritten when the run ends, stayed, and the next capture needed --force.
@@ -870,7 +873,7 @@ def _alone(
     did = _DID[outcome.kind]
     began = time.monotonic()
     with trail or contextlib.nullcontext():
-        result = run_spec(spec_path, request.repeat, True, None)
+        result = run_spec(spec_path, request.repeat, True, None, None)
     took = time.monotonic() - began
     moved = ""
     if trail is not None and alone is not None:
@@ -892,7 +895,7 @@ def _alone(
                     f"{format_duration(alone)} timeout"
                 )
             began = time.monotonic()
-            result = run_spec(spec_path, request.repeat, True, None)
+            result = run_spec(spec_path, request.repeat, True, None, None)
             took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
     same = sum(

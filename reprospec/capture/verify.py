@@ -52,7 +52,9 @@ from reprospec.core.words import crash_beside_pass, plural
 
 # (spec, attempts, observe, wait) -> the run: how capture runs a spec (the CLI's live
 # progress); `wait`: a verify's of a captured hang (its run.stall, said before it runs).
-Runner = Callable[[Path, int, bool, VerifyWait | None], RunResult]
+# (spec, repeat, observe, wait, shown) -> the run; `shown`: the spec capture wrote, where
+# `spec` is a copy of it (run_captured's).
+Runner = Callable[[Path, int, bool, VerifyWait | None, Path | None], RunResult]
 # (the run in a copy, the workdir's copy) -> the workdir's files it imported, ran or read,
 # relative to the workdir (datafiles.WorkdirFiles.reads).
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
@@ -407,7 +409,9 @@ def _rerun_copied(
         copied_spec = copy_tree(tree, dest, linked=links)
         copied_workdir = dest / tree.place(workdir)
         with environ.changed({RECORD_IMPORTS_VAR: "1", HIDE_INSTALLS_VAR: hide or None}):
-            rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out, wait)
+            rerun = _rerun(
+                run_spec, copied_spec, repeat, signature, left_out, wait, shown=spec_path
+            )
         lacking = tuple(
             f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
         )
@@ -425,11 +429,15 @@ def _rerun(
     signature: str,
     left_out: Sequence[str],
     wait: VerifyWait | None = None,
+    *,
+    shown: Path | None = None,
 ) -> Rerun:
     """Rerun the spec with the variables `left_out` unset (this process's environment is
-    what the local runner hands its attempts), then put them back."""
+    what the local runner hands its attempts), then put them back. `shown`: the spec the
+    run names where `spec_path` is a copy of it, removed once it ends (the spec capture
+    wrote, which `report latest` then shows in place of a folder that is gone)."""
     with environ.changed(dict.fromkeys(left_out)):
-        result = run_spec(spec_path, repeat, False, wait)
+        result = run_spec(spec_path, repeat, False, wait, shown)
     again = tuple(a for cell in result.cells for a in cell.attempts)
     same = sum(1 for a in again if same_as(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)

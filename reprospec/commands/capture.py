@@ -130,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
         python=args.python,
     )
 
-    def run_spec(path: Path, repeat: int, observe: bool, wait: VerifyWait | None) -> RunResult:
-        return _run_spec(path, repeat, observe, request, wait)
+    def run_spec(
+        path: Path, repeat: int, observe: bool, wait: VerifyWait | None, shown: Path | None
+    ) -> RunResult:
+        return _run_spec(path, repeat, observe, request, wait, shown)
 
     try:
         captured = capture(request, run_spec, lambda line: print(line, file=sys.stderr))
@@ -151,11 +153,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_spec(
-    path: Path, repeat: int, observe: bool, request: Request, wait: VerifyWait | None = None
+    path: Path,
+    repeat: int,
+    observe: bool,
+    request: Request,
+    wait: VerifyWait | None = None,
+    shown: Path | None = None,
 ) -> RunResult:
     """One run of the spec (capture.command.run_captured), with the live progress `run`
     shows. `wait`: a verify's of a captured hang, said up front: each verify of a hang
-    waited the whole timeout with nothing said of it."""
+    waited the whole timeout with nothing said of it. `shown`: run_captured's."""
     import threading
 
     from reprospec.capture.command import run_captured
@@ -164,7 +171,7 @@ def _run_spec(
     from reprospec.report.progress import Progress
 
     print(
-        f"reprospec: {'running' if observe else 'verifying'} {path.name} "
+        f"reprospec: {'running' if observe else 'verifying'} {(shown or path).name} "
         f"({plural(repeat, 'attempt')}" + (f"; {wait.note()})" if wait else ")"),
         file=sys.stderr,
     )
@@ -188,6 +195,7 @@ def _run_spec(
                 progress=progress.update,
                 cancel=cancel,
                 deferral=deferral,
+                shown=shown,
             )
     finally:
         deferral.end()

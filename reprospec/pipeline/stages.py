@@ -79,15 +79,16 @@ def run(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
+    shown: Path | None = None,
 ) -> RunResult:
     """Plan and execute `spec`; returns the judged result, already stored and written.
 
     Interrupted (KeyboardInterrupt, or `cancel` set): the attempts in flight are
     stopped, the partial result is stored and written, `interrupted` is True.
-    `options.deferral`: as `execute` begins it.
+    `options.deferral`: as `execute` begins it. `shown`: as `execute` takes it.
     """
     plan = plan_run(spec, options)
-    return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
+    return execute(plan, options, progress=progress, cancel=cancel, resume=resume, shown=shown)
 
 
 def execute(
@@ -98,8 +99,13 @@ def execute(
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
     whole: bool = True,
+    shown: Path | None = None,
 ) -> RunResult:
     """Run a planned spec end to end and write its run folder and store rows.
+
+    `shown`: the spec file the run records as its spec (store, results.json, report) where
+    the plan's spec is a copy of it, made for this run and removed after it (capture's
+    verify): the run then names the file a person has, not a folder gone when it ends.
 
     `options.deferral`: begun once the run is about to be in the store, from where the
     caller's stop (Ctrl-C) is `cancel` alone, never raised (core/safepoint.py): the attempts
@@ -250,7 +256,8 @@ def execute(
                 store.begin_run(
                     run_id,
                     spec.name,
-                    str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
+                    # Absolute: --resume may run from elsewhere.
+                    str((shown or spec.origin or spec.path).resolve()),
                     spec_text,
                     options.runner,
                     redactor.value(options.stored()),
@@ -397,7 +404,7 @@ def execute(
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,
-            spec_path=recorded or str(spec.origin or spec.path),
+            spec_path=recorded or str(shown or spec.origin or spec.path),
             spec_text=spec_text,
             runner=options.runner,
             started=started,

@@ -1198,9 +1198,12 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     assert "verdict reproduced" in verify, verify
     # The copy ran outside the workdir and is gone; the workdir got nothing written into it.
     verify_run = tmp_path / "out" / "runs" / verify.rpartition("(run ")[2].split(",")[0]
-    copied_spec = Path(json.loads((verify_run / "results.json").read_text())["spec"]["path"])
-    assert not copied_spec.is_relative_to(work)
-    assert not copied_spec.exists()
+    ran = json.loads((verify_run / "results.json").read_text())
+    # The run names the spec capture wrote; it ran in the copy, outside the workdir, gone.
+    assert ran["spec"]["path"] == str(work / "spec.yaml")
+    copied = Path(ran["cells"][0]["environment"]["workdir"])
+    assert not copied.is_relative_to(work)
+    assert not copied.exists()
     assert sorted(p.name for p in work.iterdir()) == ["app.py", "conf", "spec.yaml"]
 
 
