@@ -10,6 +10,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
@@ -37,6 +38,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the runner SPEC will run on: on local (the default) a package the spec names "
         "and the interpreter lacks is a failure; venv and docker install them",
     )
+    opt.find_links(
+        p,
+        help="with --runner venv: a wheelhouse the spec's packages resolve from besides the "
+        "configured index, as `run --runner venv --find-links DIR` installs from it",
+    )
     opt.text_or_json(p, help="text (default) or json (the checks as JSON)")
 
 
@@ -57,6 +63,15 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.core.runoptions import docker_python_refused
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
+    links = getattr(args, "find_links", None)
+    if links is not None and args.runner != "venv":
+        # It would be dropped without a word: doctor resolves packages for the venv runner only.
+        from reprospec.errors import UsageError
+
+        raise UsageError(
+            f"--find-links {links}: for --runner venv only (the wheelhouse doctor resolves the "
+            "spec's packages from, as the venv runner installs from it)"
+        )
     checked = None if given is None else _given_python(given, args.runner)
     interpreters, base = _interpreter(checked, needs)
     # The docker runner's attempts import the image's torch and packages, not this
@@ -102,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             else [*_captured_not(failed, needs), *made]
         ),
         *([base] if base is not None else []),
+        *_resolved(needs, checked, links, args),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),
@@ -131,6 +147,18 @@ def run(args: argparse.Namespace) -> int:
         counts = {status: sum(c.status == status for c in checks) for status in MARKS}
         sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
     return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _resolved(
+    needs: Needs | None, checked: str | None, links: Path | None, args: argparse.Namespace
+) -> list[Check]:
+    """`venv-packages` (commands/doctorvenv.py) where the venv runner builds the cells' venvs."""
+    if needs is None or needs.runner != "venv":
+        return []
+    from reprospec.commands.doctorvenv import resolve_check
+
+    found = resolve_check(needs, checked, links, Path(args.spec).resolve().parent)
+    return [] if found is None else [found]
 
 
 _CAPTURE_TODO = (
@@ -439,7 +467,6 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
     buildable (its FROM images there: reprospec never pulls). `doctor --runner docker`
     checked none of it, and passed a spec whose every cell was `infra-error: docker image
     ... is missing`."""
-    from pathlib import Path
 
     from reprospec.doctor import Check
     from reprospec.errors import InfraError

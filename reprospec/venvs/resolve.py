@@ -1,0 +1,91 @@
+"""Whether a cell's packages resolve, asked as the venv build would install them, nothing built.
+
+`doctor --runner venv` passed a spec of `six==99`: only the build at run time failed, and
+then every cell of it was `infra-error`. `resolve` asks uv's resolver (`uv pip compile`)
+with the build's own index options (`IndexConfig.uv_args`, the upload cutoff) and target
+interpreter (its markers), in the spec's folder (a relative path entry), and reads the
+answer as one of three: resolves, cannot (uv found no solution: the build would fail
+too), or could not be told (the index did not answer, uv timed out or failed otherwise),
+which is never said as a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from reprospec.core.frozen import frozen
+from reprospec.venvs.build import _uv_error, uv_binary
+from reprospec.venvs.index import IndexConfig
+
+# A resolve that takes longer than this is said as not checked (a slow or silent index).
+RESOLVE_TIMEOUT_S = 120.0
+# uv's words where its answer came from no index: a request that failed or was not made.
+# A "No solution found" beside one of them is the network's, not the requirements'.
+_UNREACHED = (
+    "failed to fetch",
+    "error sending request",
+    "request failed after",
+    "dns error",
+    "tcp connect error",
+    "connection refused",
+    "timed out",
+    "network connectivity is disabled",
+    "not found in the cache",
+    "offline",
+)
+
+
+@frozen
+class Resolved:
+    """uv's answer for one package list: `state` `ok` (it resolves), `unsatisfiable` (uv
+    found no solution: the build would fail the same way) or `unknown` (no answer to go
+    by); `said`, uv's reason in a few lines where it did not resolve."""
+
+    state: Literal["ok", "unsatisfiable", "unknown"]
+    said: str = ""
+
+
+def resolve(
+    python: str,
+    packages: Sequence[str],
+    index: IndexConfig,
+    *,
+    cwd: Path | None = None,
+    exclude_newer: str | None = None,
+    timeout_s: float = RESOLVE_TIMEOUT_S,
+) -> Resolved:
+    """Whether `packages` resolve for interpreter `python` from `index` (build._install's
+    options), read from `cwd` (where the build runs uv: a relative path entry)."""
+    args = [uv_binary(), "pip", "compile", "-", "--quiet", "--no-header", "--python", python]
+    args += [*index.uv_args()]
+    if exclude_newer:
+        args += ["--exclude-newer", exclude_newer]
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)  # as the build's uv: the target is --python, never a venv
+    try:
+        done = subprocess.run(
+            args,
+            input="".join(f"{requirement}\n" for requirement in packages),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            env=env,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired:
+        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s")
+    except OSError as exc:
+        return Resolved("unknown", f"uv could not be run ({exc})")
+    if done.returncode == 0:
+        return Resolved("ok")
+    output = done.stderr or done.stdout
+    lowered = output.lower()
+    unreached = any(words in lowered for words in _UNREACHED)
+    if "no solution found" in lowered and not unreached:
+        return Resolved("unsatisfiable", _uv_error(output))
+    return Resolved("unknown", _uv_error(output))

@@ -1,0 +1,81 @@
+"""`doctor SPEC --runner venv` asks whether each cell's packages resolve, as the venv build
+installs them: a spec of `six==99` passed ("the venv runner installs the spec's packages"),
+and only the build at run time failed, every such cell `infra-error`. An index that does
+not answer is said as not checked, never as a failure.
+
+Real uv resolves against a real wheelhouse (--find-links) and an empty file:// index, or an
+index at a port nothing listens on."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from tests.support.cli import Cli
+from tests.support.envs import make_wheel, uv_environment
+
+DEMO = "reprospec-envdemo"
+
+
+def _spec(folder: Path, versions: str) -> None:
+    (folder / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nmatrix: {{v: [{versions}]}}\n"
+        f"environment: {{packages: ['{DEMO}==${{{{ matrix.v }}}}']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+
+
+def _checks(stdout: str) -> dict[str, dict[str, str]]:
+    return {check["name"]: check for check in json.loads(stdout)}
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_packages_the_index_cannot_give_fail_doctor(cli: Cli, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    _spec(tmp_path, "'1.0', '9'")
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert check["why"].startswith(f"{DEMO}==9 cannot be installed (in cell v=9): "), check
+    assert f"no version of {DEMO}==9" in check["why"]
+    assert "infra error" in check["why"]
+    # The wheelhouse has 1.0: the same spec without 9 passes, as its run builds.
+    _spec(tmp_path, "'1.0'")
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    assert _checks(done.stdout)["venv-packages"]["status"] == "pass"
+
+
+def test_an_index_that_does_not_answer_is_not_a_failure(cli: Cli, tmp_path: Path) -> None:
+    env = {
+        **uv_environment(),
+        "UV_INDEX_URL": f"http://127.0.0.1:{_closed_port()}/simple",
+        "UV_HTTP_RETRIES": "0",
+    }
+    _spec(tmp_path, "'1.0'")
+    done = cli("doctor", "s.yaml", "--runner", "venv", "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "warn", check
+    assert check["why"].startswith("could not check that the cells' packages resolve"), check
+    assert "Connection refused" in check["why"]
+
+
+def test_find_links_is_for_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
+    _spec(tmp_path, "'1.0'")
+    done = cli("doctor", "s.yaml", "--find-links", str(tmp_path), cwd=tmp_path)
+    assert done.code == 2, done.stdout + done.stderr
+    assert "--find-links" in done.stderr
+    assert "--runner venv only" in done.stderr
+    assert "Traceback" not in done.stderr
