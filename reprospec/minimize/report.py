@@ -670,6 +670,13 @@ def _same_line(found: Minimized) -> str:
     if same is None:
         return ""
     printed = ", ".join(same.original_exceptions) or "none"
+    relooked = (
+        f"; the original's passing cells ran again ({plural(same.passing_relooked, 'attempt')}, "
+        "in the budget), as often as a candidate's, at the first program whose passes printed "
+        "a type theirs had not: what they print then is the original's"
+        if same.passing_relooked
+        else ""
+    )
     exceptions = (
         f"{plural(same.new_exception_rejected, 'candidate')} rejected whose failure printed an "
         f"exception the original's attempts never did ({', '.join(same.new_exceptions)})"
@@ -681,6 +688,7 @@ def _same_line(found: Minimized) -> str:
         if same.new_passing_rejected
         else ""
     )
+    exceptions += relooked
     hangs = (
         f"; the original hung {places_said(same.original_places)}: "
         + (

@@ -349,6 +349,8 @@ class SameFailure:
     # exception the original's attempts never did (`_new_passing`), with those types.
     new_passing_rejected: int = 0
     new_passing_exceptions: tuple[str, ...] = ()
+    # The attempts of the original's passing cells run again (`_relook`; in the budget).
+    passing_relooked: int = 0
 
     def to_dict(self) -> JsonObject:
         return {
@@ -367,6 +369,7 @@ class SameFailure:
             "hung_elsewhere": list(self.hung_elsewhere),
             "new_passing_rejected": self.new_passing_rejected,
             "new_passing_exceptions": list(self.new_passing_exceptions),
+            "passing_relooked": self.passing_relooked,
         }
 
 
@@ -476,9 +479,10 @@ class _Judging:
     raised: frozenset[str] = frozenset()
     # Where its attempts that failed as the bug hung (point 7; "" unread).
     places: frozenset[str] = frozenset()
-    # The exception types its passing cells printed where they passed: a thread's traceback
-    # leaves the exit code 0, so a cell whose program broke there still "passed".
-    passing_raised: frozenset[str] = frozenset()
+    # The exception types its passing cells printed where they passed, each with the passes
+    # that printed it: a thread's traceback leaves the exit code 0, so a cell whose program
+    # broke there still "passed" (`_new_passing` counts them).
+    passing_raised: dict[str, int] = field(default_factory=dict)
     looked: int = 0  # matches its looks again stopped at: point 7's rate leaves them out
     rate_probed: bool = False  # point 7's attempts asked: its failing ones since are theirs
     recheck: bool = False  # it could not run `max_infra` times in a row: the original asked
@@ -572,6 +576,8 @@ class Minimization:
         # and the rounds of them left to ask.
         self._passing_relooked = False
         self._relook_left = 0
+        self._relook_rounds = 0  # the rounds of them that ran
+        self._relook_attempts = 0  # what they cost (in the budget)
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
@@ -619,10 +625,12 @@ class Minimization:
             # `_reduce_probe`'s look again at the original's passing cells: what they
             # print is the original's, none of the candidate's tallies.
             self._raised_unknown = self._raised_unknown or (bool(kinds) and not raised)
+            self._relook_attempts += len(kinds)
+            self._relook_rounds += 1
             for names in raised:
                 self._original_raised.update(dict.fromkeys(names))
                 self._original_passing_raised.update(dict.fromkeys(names))
-            if not self._new_passing(judging):
+            if not self._unexplained(judging):
                 self._relook_left = 0  # the original printed it too: no more to ask
             return
         if self._phase == "passing-back":
@@ -648,9 +656,9 @@ class Minimization:
                     )
                 )
         elif probe.role == "passing":
-            judging.passing_raised = judging.passing_raised.union(
-                *(names for kind, names in zip(kinds, raised, strict=False) if kind == "pass")
-            )
+            for kind, names in zip(kinds, raised, strict=False):
+                for name in dict.fromkeys(names) if kind == "pass" else ():
+                    judging.passing_raised[name] = judging.passing_raised.get(name, 0) + 1
         else:
             # A failure as the bug's, with or without the perturbation: why it failed.
             judging.raised = judging.raised.union(
@@ -803,6 +811,9 @@ class Minimization:
             self._phase = "final-passing"
             return None
         if self._phase == "final-passing":
+            relook = self._relook(self._final, left)
+            if relook is not None:
+                return relook
             if self._passing_lost(self._final) and self._step_back(left):
                 return None
             wanted = s.passing * s.final_passing
@@ -857,6 +868,9 @@ class Minimization:
         lo, hi = self._back
         mid = (lo + hi) // 2
         if mid > lo:
+            relook = self._relook(self._final, left - s.reserve)
+            if relook is not None:
+                return relook
             passing = self._final.passing
             failed = self._passing_lost(self._final)
             held = passing.passed >= s.passing * self.passing_needed()
@@ -930,18 +944,9 @@ class Minimization:
             return None
         if judging.recheck and not judging.cannot_run:
             return Probe(self.original.key, "recheck", 1, 0)
-        if not self._passing_relooked and self._new_passing(judging):
-            # The original's passing cells ran once each, a candidate's `passing_needed`
-            # times: a traceback a passing program prints now and then (a daemon thread's
-            # at shutdown, a BrokenPipeError) missed by the original's one pass would
-            # reject every candidate. At the first one whose passes printed a type the
-            # original never did, the original's run as many times (a round, one attempt
-            # a cell, at a time, until they print it too), once per search.
-            self._passing_relooked = True
-            self._relook_left = self.passing_needed()
-        if self._relook_left > 0 and left - s.reserve >= s.passing:
-            self._relook_left -= 1
-            return Probe(self.original.key, "passing", s.passing)
+        relook = self._relook(judging, left - s.reserve)
+        if relook is not None:
+            return relook
         # Once per call: the readings it rests on change only with a verdict (`_known`).
         needed = self.clean_needed()
         verdict = self._verdict(judging, needed)
@@ -1067,15 +1072,50 @@ class Minimization:
             return ()
         return tuple(sorted(judging.raised.difference(self._original_raised)))
 
-    def _new_passing(self, judging: _Judging) -> tuple[str, ...]:
+    def _relook(self, judging: _Judging, left: int) -> Probe | None:
+        """A round of the original's passing cells, where `judging`'s passes printed a type
+        the original's never did (`_unexplained`) and `left` has room for it; None otherwise.
+
+        The original's passing cells ran once each, a candidate's `passing_needed` times: a
+        traceback a passing program prints now and then (a daemon thread's at shutdown, a
+        BrokenPipeError) missed by the original's one pass would reject every candidate. At
+        the first program whose passes printed such a type, in the reduction or in the final
+        check, its step back or its conclusion alike (each asks `_passing_lost`), the
+        original's run as many times (a round, one attempt a cell, at a time, until they
+        print it too), once per search. Where the budget has no room for them, the type
+        counts once seen in two passes (`_new_passing`)."""
+        if not self._passing_relooked and self._unexplained(judging):
+            self._passing_relooked = True
+            self._relook_left = self.passing_needed()
+        if self._relook_left > 0 and left >= self.settings.passing:
+            self._relook_left -= 1
+            return Probe(self.original.key, "passing", self.settings.passing)
+        return None
+
+    def _unexplained(self, judging: _Judging) -> tuple[str, ...]:
         """The exception types its passing cells printed where they passed that the
-        original's passing cells never did: a two-lock deadlock was minimized to `first, second
-        = () if ORDERED else (b, a)`, whose passing cell (ORDERED=1) died in its thread of
-        ValueError, exit code 0, and "passed"; the condition that is the bug was gone from
-        the cell that shows it. () for the original, or where its exceptions are unknown."""
+        original's passing cells never did; () for the original, or where its exceptions
+        are unknown."""
         if judging.program.key == self.original.key or self._raised_unknown:
             return ()
-        return tuple(sorted(judging.passing_raised.difference(self._original_passing_raised)))
+        return tuple(sorted(set(judging.passing_raised).difference(self._original_passing_raised)))
+
+    def _new_passing(self, judging: _Judging) -> tuple[str, ...]:
+        """Those of `_unexplained` that tell a passing cell lost: a two-lock deadlock was
+        minimized to `first, second = () if ORDERED else (b, a)`, whose passing cell
+        (ORDERED=1) died in its thread of ValueError, exit code 0, and "passed"; the
+        condition that is the bug was gone from the cell that shows it. One pass that printed
+        it is enough once the original's passing cells ran as often as a candidate's
+        (`_relook`) without printing it; before that, or where the budget had no room for
+        them, two passes must have: a stray traceback seen once, beside one pass of the
+        original's, is no evidence against the candidate, and a broken cell prints its
+        exception in every pass."""
+        relooked = self._relook_rounds >= self.passing_needed()
+        return tuple(
+            name
+            for name in self._unexplained(judging)
+            if relooked or judging.passing_raised[name] >= 2
+        )
 
     def _passing_lost(self, judging: _Judging) -> bool:
         """Whether its passing cells were lost: one failed, or passed printing an exception
@@ -1535,6 +1575,7 @@ class Minimization:
                     hung_elsewhere=tuple(self._hung_elsewhere),
                     new_passing_rejected=self._new_passing_rejected,
                     new_passing_exceptions=tuple(self._new_passing_exceptions),
+                    passing_relooked=self._relook_attempts,
                 )
                 if self._original_failing.ran
                 else None

@@ -1522,6 +1522,59 @@ def test_a_traceback_the_original_s_passing_cell_prints_now_and_then_rejects_no_
     assert search.result.program == fine
 
 
+def _final_strays(budget: int, strays: Callable[[int], int]) -> MinimizeResult:
+    """A search of one candidate, `fine`, accepted in the reduction, with two passing cells,
+    whose final check's rounds of them (counted from 1) print BrokenPipeError in as many
+    cells as `strays` says, as the original's first cell does whenever it runs in the final
+    check: a traceback it prints now and then."""
+    original = program("import sys\nsys.exit(1)\n")
+    fine = program("import sys\nsys.exit(1)\n\n")
+    search = Minimization(original, Settings(passing=2, budget=budget), proposing(fine))
+    final = 0
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.role == "passing":
+                late = search._phase == "final-passing"
+                final += late and probe.key == fine.key
+                cells = (probe.key == original.key) if late else 0
+                cells = strays(final) if late and probe.key == fine.key else cells
+                printed = [("BrokenPipeError",) if cell < cells else () for cell in range(2)]
+                search.record(probe, ["pass", "pass"], "", printed)
+            else:
+                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+    return search.result
+
+
+def test_a_stray_traceback_in_the_final_check_is_weighed_as_in_the_reduction() -> None:
+    # The original's passing cells ran again only in the reduction: a result whose passing
+    # cell printed a traceback once in its final check (one the original prints now and
+    # then, BrokenPipeError) stepped back to the original. The final check runs them too.
+    result = _final_strays(1000, lambda n: n == 1)
+    assert (result.status, result.stepped_back) == ("minimized", 0), result.message
+    same = result.same_failure
+    assert same is not None
+    # Their first round printed it too, which ended them: their cost is said.
+    assert same.passing_relooked == 2  # a round: one attempt of each of the two cells
+    assert same.to_dict()["passing_relooked"] == 2
+    line = _same_line(cast(Minimized, SimpleNamespace(result=result)))
+    assert "the original's passing cells ran again (2 attempts" in line, line
+
+
+def test_with_no_budget_left_a_stray_traceback_seen_once_rejects_nothing_twice_does() -> None:
+    # The final check's last round printed it, and no round of the original's passing cells
+    # fitted what was left: the result was `unconfirmed`, for one stray traceback. Seen once
+    # beside the original's one round it is no evidence; a broken cell prints in every pass.
+    least = _final_strays(1000, lambda _: 0).attempts + 1  # the reduction ends at > reserve
+    once = _final_strays(least, lambda n: n == 5)
+    # One attempt left, a round of the two cells two: none ran.
+    assert (once.status, once.attempts) == ("minimized", least - 1), once.message
+    assert once.same_failure is not None
+    assert once.same_failure.passing_relooked == 0
+    twice = _final_strays(least, lambda n: 2 * (n == 5))
+    assert twice.status == "unconfirmed", twice.message
+    assert "passed printing BrokenPipeError" in twice.message
+
+
 def test_a_name_bound_in_another_function_hides_no_builtin_from_a_message() -> None:
     # `def forward(self, input)` or `def clip(x, min, max)` made every message of the file
     # that calls the builtin count as the program's code, and reduced it (review).
