@@ -51,6 +51,26 @@ def _with_not_run(run: Mapping[str, object]) -> Mapping[str, object]:
     return {**run, "not_run": max(cells - counted, 0) if isinstance(cells, int) else 0}
 
 
+def _found(run: Mapping[str, object]) -> str:
+    """What a search's probe run found, in the search's terms: `failed as expected in 2 of
+    5` (and the attempts that never ran); "" for a run a person started, or a probe none of
+    whose attempts ran.
+
+    A probe is judged by its cell's expect without the rate (a search weighs the attempts
+    itself), so its cell's verdict is not what it found: a probe that failed as expected in
+    2 of 5 read "1 not reproduced", and one of the passing side that passed every time (what
+    the search wanted to see) read the same.
+    """
+    from reprospec.core.runoptions import SEARCH_PURPOSES
+
+    ran, failed, attempts = run.get("ran"), run.get("failed_as_expected"), run.get("attempts")
+    if run.get("purpose") not in SEARCH_PURPOSES or not isinstance(ran, int) or not ran:
+        return ""
+    said = f"failed as expected in {failed} of {ran}"
+    never = attempts - ran if isinstance(attempts, int) else 0
+    return said + (f"; {never} infra-error" if never > 0 else "")
+
+
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `history` verb's arguments."""
     p = sub.add_parser("history", help="past runs and their verdicts")
@@ -345,6 +365,11 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
     out["probe"] = run.get("probe") or None
+    # A search's probe: its attempts that ran, and those that failed as expected (what the
+    # search counts; its cells' verdicts are judged without the rate): null for other runs.
+    found = bool(_found(run))
+    out["ran"] = run.get("ran") if found else None
+    out["failed_as_expected"] = run.get("failed_as_expected") if found else None
     out["shard"] = run.get("shard") or None
     out["folder_missing"] = run.get("folder_missing") is True
     # Why a run stopped that its store could not mark (`_status`), else None.
@@ -414,7 +439,9 @@ def _table(
     for column in leading + columns + (("perturbed by",) if amplified else ()):
         table.add_column(column, overflow="fold")
     for row in map(_with_not_run, runs):
-        verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
+        verdicts = _found(row) or ", ".join(
+            f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key)
+        )
         attempts = row.get("attempts")
         if (
             not verdicts

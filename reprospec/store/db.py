@@ -828,6 +828,9 @@ class Store:
 
         `perturbed`: the perturbations of the run's first perturbed attempt ([] for a plain
         run): an amplified run's rates are not the program's plain rates, and say so.
+        `ran`: its attempts that ran (not infra-errors), `failed_as_expected`: those of them
+        that matched `expect`, what a search's probe found in the search's terms (a probe is
+        judged by the cell's expect without its rate, so its cell's verdict is not).
         `purpose`: who started the run (`run`, `isolate`, ...), `probe`: what a search's probe
         run tried (`RunOptions.probe`; None for others), `shard`: `K/N` of a `--shard` run
         (None for others); `searches=False` leaves out the probes of the searches
@@ -858,6 +861,10 @@ class Store:
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'observed') AS observed,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts,
+                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id
+                        AND a.infra_error IS NULL) AS ran,
+                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id
+                        AND a.infra_error IS NULL AND a.matched) AS failed_as_expected,
                    (SELECT COUNT(DISTINCT a.cell_id) FROM attempts a
                         WHERE a.run_id = r.run_id) AS with_attempts,
                    (SELECT a.perturbed FROM attempts a WHERE a.run_id = r.run_id

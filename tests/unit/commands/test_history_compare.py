@@ -385,3 +385,62 @@ def test_a_search_folders_refusal_says_where_its_probe_runs_are(
     assert main(["report", str(folder), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.rstrip().endswith(f"its id or `latest`{probes}")
+
+
+def test_history_searches_says_what_a_probe_found_not_its_rateless_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search's probe is judged by its cell's expect without the rate: an isolate probe
+    that failed as expected in 2 of 5 attempts was listed "1 not reproduced", as was one of
+    the passing side that never failed. Each says what it found, in the search's terms."""
+    import json
+
+    from reprospec.cli import main
+
+    runs = [
+        ("20261121-214500-s-0001", RunOptions(purpose="isolate", probe="mode=fast")),
+        ("20261121-214501-s-0002", RunOptions(purpose="isolate", probe="mode=safe")),
+        ("20261121-214502-s-0003", RunOptions()),
+    ]
+    _finished_runs(tmp_path, runs, "local")
+    # (run, matched per attempt; None: an infra-error), each run one cell, not reproduced.
+    attempts: dict[str, list[bool | None]] = {
+        "20261121-214500-s-0001": [True, False, True, False, False],
+        "20261121-214501-s-0002": [False, False, None],
+        "20261121-214502-s-0003": [True, False],
+    }
+    db = sqlite3.connect(tmp_path / "results.db")
+    with db:
+        for run_id, matched in attempts.items():
+            db.execute(
+                f"INSERT INTO cells VALUES ('{run_id}', 'c', 0, '{{}}', '{{}}', 'not-reproduced',"
+                " '', '{}')"
+            )
+            db.executemany(
+                "INSERT INTO attempts (run_id, cell_id, attempt, started, finished, duration_s,"
+                " matched, mismatches, gpu_slot, infra_error, logs, warnings)"
+                " VALUES (?, 'c', ?, '', '', 0.1, ?, '[]', '', ?, '{}', '[]')",
+                [
+                    (run_id, n, bool(m), "no python" if m is None else None)
+                    for n, m in enumerate(matched, 1)
+                ],
+            )
+    db.close()
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["history", "--searches", "--out", str(tmp_path)]) == 0
+    cells = [line.split("│") for line in capsys.readouterr().out.splitlines() if "│ 2026" in line]
+    verdicts = {cell[1].strip(): cell[-2].strip() for cell in cells}
+    assert verdicts == {
+        "20261121-214500-s-0001": "failed as expected in 2 of 5",
+        "20261121-214501-s-0002": "failed as expected in 0 of 2; 1 infra-error",
+        # A person's run: its cells' verdicts, judged with the rate.
+        "20261121-214502-s-0003": "1 not reproduced",
+    }
+    assert main(["history", "--searches", "--out", str(tmp_path), "--format", "json"]) == 0
+    listed = {row["run_id"]: row for row in json.loads(capsys.readouterr().out)}
+    found = {k: (row["failed_as_expected"], row["ran"]) for k, row in listed.items()}
+    assert found == {
+        "20261121-214500-s-0001": (2, 5),
+        "20261121-214501-s-0002": (0, 2),
+        "20261121-214502-s-0003": (None, None),
+    }
