@@ -73,6 +73,9 @@ class AmplifyReport:
     # The options its attempts ran with, as words for the next verb (`--python PATH`):
     # amplify.md's suggested commands carry them (core/runoptions.py rerun_words).
     rerun_options: tuple[str, ...] = ()
+    # The `--set` overrides its attempts ran with: a command of the spec file (go_on's) needs
+    # them to run what was measured; amplified.yaml holds them already.
+    overrides: tuple[str, ...] = ()
     # The cells of the spec: a one-cell spec's isolate needs `--passing-set`.
     cells: int = 1
     # Under run.preload, the attempts of the arms meant to fork (the base's, the forked
@@ -180,7 +183,7 @@ def go_on(found: AmplifyReport) -> str:
     cell = _cell_filters(found)
     # The options the attempts ran with: under `--python PATH` a bare command is an
     # infra-error (the spec's packages missing from reprospec's own interpreter).
-    cell += found.rerun_tail
+    cell += found.rerun_tail + "".join(f" --set {shlex.quote(o)}" for o in found.overrides)
     if rate.low >= least:
         # isolate needs a passing side: another cell (a spec of one cell has none, and is
         # refused without --passing-set; a matrix of one value is one cell too).

@@ -171,7 +171,8 @@ def rerun_words(options: RunOptions) -> tuple[str, ...]:
     verb on this machine (`--runner venv`, `--python PATH`, `--out DIR`, ...): the next
     command a search's report suggests (`reprospec run amplified.yaml ...`). Without them,
     a spec captured with `--python .venv/bin/python` was suggested a bare `reprospec run`,
-    an infra-error (its packages missing from reprospec's own interpreter)."""
+    an infra-error (its packages missing from reprospec's own interpreter). `-j N` where
+    given: the next verb ran its attempts one at a time, twice as long at `-j 2`."""
     words: list[str] = []
     if options.runner != "local":
         words += ["--runner", options.runner]
@@ -189,6 +190,8 @@ def rerun_words(options: RunOptions) -> tuple[str, ...]:
         words += ["--preload", ",".join(options.preload) or "none"]
     if options.out != Path(".reprospec"):
         words += ["--out", str(options.out)]
+    if options.jobs is not None:
+        words += ["-j", str(options.jobs)]
     return tuple(words)
 
 

@@ -15,6 +15,7 @@ from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.logtext import shell_line
 from reprospec.core.results import Rate
+from reprospec.core.runoptions import RunOptions, rerun_words
 from reprospec.core.units import parse_rate
 from reprospec.isolation.candidates import Tally
 from reprospec.spec.comments import AXES_NOTE, observe_line
@@ -209,6 +210,15 @@ def test_not_amplified_says_when_the_base_is_frequent_enough_to_go_on(
         .splitlines()[-2]
         .endswith("reprospec minimize race.yaml --python .venv/bin/python")
     )
+    # Amplified with `-j 2 --set run.timeout=15s`: the spec file's commands carry both (its
+    # `--set`s are not in the file; without `-j` the next search ran one attempt at a time).
+    given = RunOptions(jobs=2, overrides=("run.timeout=15s",))
+    carried = replace(alone, rerun_options=rerun_words(given), overrides=given.overrides)
+    assert (
+        carried.render("text")
+        .splitlines()[-2]
+        .endswith("reprospec minimize race.yaml -j 2 --set run.timeout=15s")
+    )
 
 
 def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path: Path) -> None:
@@ -230,6 +240,7 @@ def test_the_suggested_commands_carry_the_options_the_attempts_ran_with(tmp_path
         "o",
     )
     assert rerun_words(RunOptions()) == ()
+    assert rerun_words(RunOptions(jobs=2)) == ("-j", "2")
     found = replace(
         _found(tmp_path, Expectation("crash", rate=parse_rate(">0")), 41),
         rerun_options=("--python", ".venv/bin/python"),
