@@ -1616,7 +1616,10 @@ def _with_progress(
         summary = Events.of(kept)
         if summary.phase == outcome.phase:
             return replace(outcome, step=summary.step)
-        parts = (outcome.kind, outcome.signal, outcome.where, outcome.exception, outcome.exit_code)
+        # The exception as the signature names it (a group's with its members: `ExceptionGroup[
+        # ValueError]`), so that the base found below is the engine's own.
+        named = outcome.named_exception
+        parts = (outcome.kind, outcome.signal, outcome.where, named, outcome.exit_code)
         crashed = outcome.crashed_child
         before = failure_signature(*parts, outcome.phase, outcome.injected, crashed=crashed)
         # What the engine added after the base (the native frame: `:strlen@libc`) stays.

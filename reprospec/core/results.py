@@ -197,7 +197,10 @@ class Outcome:
     happen, it is no bug of the code under test. `crashed_child` (a hang) names a
     descendant that died of a signal before it: the hang's likely cause.
     `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's. `hung_in` (a hang)
-    is the frame of the user's code it sat in, where its stacks show one.
+    is the frame of the user's code it sat in, where its stacks show one. `members`: where
+    `exception` is an exception group (`ExceptionGroup`, an `asyncio.TaskGroup`'s failure),
+    the exceptions it held (a nested group's in its place), as its traceback printed them:
+    every TaskGroup failure is an `ExceptionGroup`, its members tell one bug from another.
     """
 
     kind: OutcomeKind
@@ -223,9 +226,16 @@ class Outcome:
     # attempt ran (Execution.oom), which the detail then says.
     oom_killed: bool = False
     hung_in: PythonFrame | None = None
+    members: tuple[ChainLink, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
+
+    @property
+    def named_exception(self) -> str | None:
+        """`exception`, with an exception group's members' types after it:
+        `ExceptionGroup[ValueError]` (`group_named`)."""
+        return group_named(self.exception, self.members)
 
     @property
     def exceptions(self) -> tuple[ChainLink, ...]:
@@ -235,6 +245,15 @@ class Outcome:
         if self.exception:
             return (ChainLink(self.exception, self.message),)
         return ()
+
+
+def group_named(exception: str | None, members: Sequence[ChainLink]) -> str | None:
+    """`ExceptionGroup[KeyError,ValueError]`: an exception group's type and its members'
+    types, each once, sorted (a TaskGroup's members come in the order its tasks failed,
+    which differs from attempt to attempt); `exception` as it is where it holds none."""
+    if exception is None or not members:
+        return exception
+    return f"{exception}[{','.join(sorted({m.type for m in members}))}]"
 
 
 @frozen

@@ -204,7 +204,8 @@ def outcome_phrase(
         parts.append(f"exit {outcome.exit_code}")
     if outcome.exception and outcome.kind != "crash":
         # A worker crash surfaces as a RuntimeError in the main process: the signal is the news.
-        parts.append(outcome.exception)
+        # A group says its members (`ExceptionGroup[ValueError]`): every TaskGroup's is one.
+        parts.append(outcome.named_exception or outcome.exception)
     elif outcome.last_traceback is not None and outcome.kind in ("error", "pass"):
         # Printed, but the process went on (a handled exception it logged, a child's) and
         # exited its own way. Not a hang's: `hang (last traceback: PermissionError)` named a

@@ -121,6 +121,7 @@ from reprospec.core.results import (
     OutcomeKind,
     PythonFrame,
     Where,
+    group_named,
 )
 from reprospec.core.signals import (
     CRASH_SIGNALS,
@@ -530,6 +531,13 @@ def classify(
         detail = f"{detail}; {died}" if detail else died
     exception_type = (exception.type or None) if exception else None
     message = exception.message if exception else None
+    # An exception group's members (a TaskGroup's failure is always `ExceptionGroup`): what
+    # its signature, its words and `expect.exception` tell one group from another by.
+    members = (
+        tuple(ChainLink(m.type, m.message) for m in exception.members)
+        if exception is not None and kind != "pass"
+        else ()
+    )
     # The OOM killer's signal is SIGKILL, and it says nothing else: where the runner saw
     # the kernel count a kill while the attempt ran, that is who sent it (memcgroup.py).
     oom_killed = kind == "crash" and signal == "SIGKILL" and execution.oom is not None
@@ -556,7 +564,14 @@ def classify(
         step=step,
         duration_s=execution.duration_s,
         signature=failure_signature(
-            kind, signal, where, exception_type, exit_code, phase, injected, crashed=crashed
+            kind,
+            signal,
+            where,
+            group_named(exception_type, members),
+            exit_code,
+            phase,
+            injected,
+            crashed=crashed,
         ),
         detail=detail,
         # Where a failure stopped inside a step or an import; a pass ran to its end.
@@ -578,6 +593,7 @@ def classify(
         crashed_child=crashed,
         oom_killed=oom_killed,
         hung_in=hung_in,
+        members=members,
     )
 
 

@@ -74,7 +74,8 @@ def judge_attempt(
 
     `signal` may list several signals (any of them matches). `exception` and
     `message` match any exception of the chain (the primary, a link, or the last
-    one), or the last traceback printed where none ended the process (`python
+    one), any member of the exception group that ended it, or the last traceback
+    printed where none ended the process (`python
     train.py` run by `make`, which exits 2); `message` is then looked for in the end
     of the attempt's output (`evidence`). An attempt that did not run matches nothing.
     """
@@ -97,7 +98,7 @@ def judge_attempt(
     if expectation.exception is not None and not any(
         exception_matches(expectation.exception, link.type) for link in _printed(outcome)
     ):
-        got_exception = outcome.exception or "none"
+        got_exception = outcome.named_exception or "none"
         if outcome.last_traceback is not None and not outcome.exception:
             got_exception += f" (last traceback: {outcome.last_traceback.type})"
         misses.append(mismatch("exception", expectation.exception, got_exception))
@@ -314,9 +315,12 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
 
 def _printed(outcome: Outcome) -> tuple[ChainLink, ...]:
     """The exceptions `expect.exception` and `expect.message` may match: the chain that
-    ended the process, and the last traceback printed where it went on after one."""
+    ended the process, the members of the exception group that ended it (`ValueError` is
+    met by an `asyncio.TaskGroup`'s `ExceptionGroup` that holds one), and the last
+    traceback printed where it went on after one."""
     last = outcome.last_traceback
-    return (*outcome.exceptions, last) if last is not None else outcome.exceptions
+    printed = (*outcome.exceptions, *outcome.members)
+    return (*printed, last) if last is not None else printed
 
 
 def _no_signal(outcome: Outcome) -> str:

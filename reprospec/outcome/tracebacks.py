@@ -21,6 +21,7 @@ as the engine arms it), or of every thread (`Current thread 0x...`, `Thread
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import NamedTuple
 
 from reprospec.core.frozen import frozen
@@ -97,11 +98,16 @@ class PythonException:
 
     `link`: how this exception led to the next one of its chain, "cause" (`raise
     ... from`) or "context" (raised while handling it); None for the last one.
+    `members`: an exception group's (`ExceptionGroup`, `BaseExceptionGroup`, a subclass:
+    an `asyncio.TaskGroup`'s failure), the exceptions it holds as its `| `-prefixed
+    sub-tracebacks print them, a nested group's in its place (its leaves, depth first);
+    () for any other exception, and for a group printed with none that can be read.
     """
 
     type: str
     message: str | None
     link: str | None = None
+    members: tuple[PythonException, ...] = ()
 
 
 @frozen
@@ -450,7 +456,7 @@ def _chains(lines: list[str]) -> list[_Chain]:
         link = _link_before(lines, index)
         if link is not None and chains:
             chain = chains[-1].exceptions
-            chain[-1] = PythonException(chain[-1].type, chain[-1].message, link)
+            chain[-1] = replace(chain[-1], link=link)
             chain.append(exception)
         else:
             # A new chain: it is what its first block is (uncaught, a thread's, ignored).
@@ -476,7 +482,7 @@ def went_on(exception: PythonException) -> PythonException:
         if not line[:1].isspace():
             break
         kept.append(line)
-    return PythonException(exception.type, "\n".join(kept).strip() or None, exception.link)
+    return replace(exception, message="\n".join(kept).strip() or None)
 
 
 def fatal_errors(text: str) -> list[FatalError]:
@@ -585,8 +591,90 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
                 break  # `KeyboardInterrupt` alone: what follows is other output
             message_lines.append(extra)
         message = "\n".join(message_lines).strip() or None
-        return PythonException(match["type"], message)
+        members = _group_members(lines, index + 1) if group else ()
+        return PythonException(match["type"], message, members=members)
     return None
+
+
+# An exception group's lines (3.11+): each line of the group `| `-prefixed at its depth's
+# column (two more for each nested group), each member opened by a rule with its number
+# (`+-+---------------- 1 ----------------`, the next ones `+---------------- 2 ---...`),
+# the last closed by a bare rule; past `sys.excepthook`'s width a `... ` rule opens the
+# line `and 5 more exceptions`. 3.11 prints a member's message lines after its first
+# unprefixed (`ValueError: a` then `second line` at column 0).
+_GROUP_BAR = Lazy(r"^(?P<indent> *)\| ?(?P<content>.*)$")
+_GROUP_RULE = Lazy(r"^(?P<lead> *\+(?:-\+)?)-+(?: (?P<label>\d+|\.\.\.) -+)?\s*$")
+_MAX_GROUP_LINES = 5000
+
+# One line of a group: ("bar", its column, its content) or ("rule", its member's column,
+# the member's number, "..." or None where it closes the last member).
+_GroupLine = tuple[str, int, "str | None"]
+
+
+def _group_members(lines: list[str], start: int) -> tuple[PythonException, ...]:
+    """The members of the exception group whose exception line is just before `start`,
+    read from the rules and `| ` lines that follow it; () where none follow."""
+    found: list[_GroupLine] = []
+    for index in range(start, min(len(lines), start + _MAX_GROUP_LINES)):
+        line = lines[index]
+        if (rule := _GROUP_RULE.match(line)) is not None:
+            found.append(("rule", len(rule["lead"]) - 1, rule["label"]))
+        elif (bar := _GROUP_BAR.match(line)) is not None:
+            found.append(("bar", len(bar["indent"]), bar["content"]))
+        elif found and found[-1][0] == "bar" and _continues_a_group(lines, index + 1):
+            found.append(("bar", found[-1][1], line))  # 3.11's unprefixed message line
+        else:
+            break
+    if not found or found[0][0] != "rule":
+        return ()
+    return _members_at(found, found[0][1])
+
+
+def _continues_a_group(lines: list[str], index: int) -> bool:
+    """Whether the line at `index` is still the group's (a rule or a `| ` line)."""
+    if index >= len(lines):
+        return False
+    return bool(_GROUP_RULE.match(lines[index]) or _GROUP_BAR.match(lines[index]))
+
+
+def _members_at(found: list[_GroupLine], column: int) -> tuple[PythonException, ...]:
+    """The leaf members of a group whose members' lines stand at `column` in `found`."""
+    members: list[PythonException] = []
+    index = 0
+    while index < len(found):
+        kind, at, label = found[index]
+        if kind != "rule" or at != column or label is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(found) and not (found[end][0] == "rule" and found[end][1] == column):
+            end += 1
+        if label != "...":  # `and 5 more exceptions`: their types are not printed
+            members += _leaves(found[index + 1 : end], column)
+        index = end
+    return tuple(members)
+
+
+def _leaves(body: list[_GroupLine], column: int) -> tuple[PythonException, ...]:
+    """A member's exception (the last of its chain, as a traceback prints it), or a nested
+    group's leaf members where it is one; () where it shows none (`... (max_group_depth is
+    10)`). A member never raised prints its exception line alone, with no traceback above
+    it (a group built of groups: only the outermost was raised)."""
+    own = [
+        (n, text or "") for n, (kind, at, text) in enumerate(body) if kind == "bar" and at == column
+    ]
+    texts = [_PLAIN_HEADER if _TB_HEADER.match(text) else text for _, text in own]
+    headers = [i for i, text in enumerate(texts) if text == _PLAIN_HEADER]
+    last = headers[-1] if headers else None
+    exception = _exception_after(texts if last is not None else [_PLAIN_HEADER, *texts], last or 0)
+    if exception is None:
+        return ()
+    # A nested group's own members: the deeper lines after the header of its traceback.
+    nested = _members_at(body[own[last][0] if last is not None else 0 :], column + 2)
+    return nested or (exception,)
+
+
+_PLAIN_HEADER = "Traceback (most recent call last):"
 
 
 def _traceback_context(lines: list[str], header: int) -> str:

@@ -63,6 +63,8 @@ class FailureSection(TypedDict):
     """The report's first failure, as the templates show it (see `failure_section`)."""
 
     chain: list[str]
+    # An exception group's members (markdown, one each; [] for any other exception).
+    members: list[str]
     # (signature, attempts, injected phrase, where a hang sits as its stacks show: markdown)
     signatures: list[tuple[str, int, str, str]]
     cell: str
@@ -311,6 +313,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     others = other_failures(run, short)
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
+        "members": [short(line) for line in member_lines(outcome)],
         "signatures": [
             (
                 key[0],
@@ -455,6 +458,21 @@ def last_traceback_line(outcome: Outcome, short: Callable[[str], str] = str) -> 
     message = clean_log(printed.message or "").strip().split("\n")[0]
     text = f"{printed.type}: {message}" if message else printed.type
     return inline_code(short(shorten(text, 200)))
+
+
+def member_lines(outcome: Outcome) -> list[str]:
+    """The members of the exception group that ended the attempt, in the order printed,
+    one markdown line each (`` `ValueError`: `boom` ``); [] for any other exception. The
+    group's own message says only how many (`unhandled errors in a TaskGroup (1
+    sub-exception)`): the members are the failure."""
+    lines: list[str] = []
+    for member in outcome.members:
+        message = clean_log(member.message or "").strip().split("\n")[0]
+        text = inline_code(member.type)
+        if message:
+            text += f": {inline_code(shorten(message, 200))}"
+        lines.append(text)
+    return lines
 
 
 def chain_lines(outcome: Outcome) -> list[str]:

@@ -96,6 +96,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["oom_killed"] = True
     if outcome.hung_in is not None:
         out["hung_in"] = outcome.hung_in.to_dict()
+    if outcome.members:
+        out["members"] = [{"type": m.type, "message": m.message} for m in outcome.members]
     return out
 
 
@@ -170,6 +172,12 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             )
             if isinstance(frame := d.get("hung_in"), dict)
             else None
+        ),
+        # Absent from a results.json (and a store's outcome) written before groups' members
+        # were read: () as for any exception that is no group.
+        members=tuple(
+            ChainLink(text(member.get("type")), text_or_none(member.get("message")))
+            for member in objects(d.get("members"))
         ),
     )
 

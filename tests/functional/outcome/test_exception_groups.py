@@ -1,0 +1,90 @@
+"""Exception groups from real programs, through the CLI: the members name the failure.
+
+An `asyncio.TaskGroup` whose task raised ValueError read `error exit 1 ExceptionGroup`,
+missed `expect.exception: ValueError`, and shared its signature with a KeyError group.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from tests.support.cli import Cli
+
+_PROGRAM = textwrap.dedent(
+    """
+    import asyncio, sys
+    kind = sys.argv[1]
+
+    async def bad(exc):
+        raise exc
+
+    async def main(*excs):
+        async with asyncio.TaskGroup() as tg:
+            for exc in excs:
+                tg.create_task(bad(exc))
+
+    if kind == "value":
+        asyncio.run(main(ValueError("boom")))
+    elif kind == "key":
+        asyncio.run(main(KeyError("k")))
+    elif kind == "nested":
+        try:
+            raise ExceptionGroup("inner", [TypeError("t\\nmore of it")])
+        except ExceptionGroup as inner:
+            raise ExceptionGroup("outer", [inner, OSError("o")]) from None
+    else:
+        raise BaseExceptionGroup("stop", [KeyboardInterrupt()])
+    """
+)
+
+
+def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "groups.py").write_text(_PROGRAM)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base]\n"
+        "command: python groups.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect:\n  outcome: error\n  exception: ValueError\n  message: '^boom$'\n"
+        "  cases:\n"
+        + "".join(
+            f"    - {{when: {{kind: {k}}}, outcome: error}}\n" for k in ("key", "nested", "base")
+        )
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcomes = {cell["id"]: cell["attempts"][0]["outcome"] for cell in result.results()["cells"]}
+    said = {
+        cell: (o["exception"], o["signature"], o.get("members")) for cell, o in outcomes.items()
+    }
+    assert said == {
+        "kind=value": (
+            "ExceptionGroup",
+            "error:ExceptionGroup[ValueError]",
+            [{"type": "ValueError", "message": "boom"}],
+        ),
+        "kind=key": (
+            "ExceptionGroup",
+            "error:ExceptionGroup[KeyError]",
+            [{"type": "KeyError", "message": "'k'"}],
+        ),
+        "kind=nested": (
+            "ExceptionGroup",
+            "error:ExceptionGroup[OSError,TypeError]",
+            [
+                {"type": "TypeError", "message": "t\nmore of it"},
+                {"type": "OSError", "message": "o"},
+            ],
+        ),
+        "kind=base": (
+            "BaseExceptionGroup",
+            "error:BaseExceptionGroup[KeyboardInterrupt]",
+            [{"type": "KeyboardInterrupt", "message": None}],
+        ),
+    }, said
+    assert "error exit 1 ExceptionGroup[ValueError]" in result.stdout
+    report = (result.latest_run() / "report.md").read_text()
+    assert "- `ValueError`: `boom`" in report
+    assert "- `error:ExceptionGroup[KeyError]` (1 attempt)" in report

@@ -1,0 +1,199 @@
+"""Exception groups (3.11+): the members an `ExceptionGroup` held, as CPython prints them.
+
+Every `asyncio.TaskGroup` failure is an `ExceptionGroup`: read as its type alone, a
+ValueError group and a KeyError group were one signature, `error:ExceptionGroup`, and
+`expect.exception: ValueError` never met the TaskGroup's ValueError. The texts are CPython
+3.11's and 3.13's own output of the programs named (3.11 prints a member's later message
+lines unprefixed; 3.13 prefixes them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import ChainLink, Outcome, group_named
+from reprospec.core.words import outcome_phrase
+from reprospec.outcome.classify import classify
+from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.tracebacks import parse_chain
+from reprospec.report.failure import member_lines
+from reprospec.store.compare import _same_outcomes
+from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
+from tests.support.plans import execution_in
+
+# asyncio.run(main()), main's TaskGroup running a task that raises ValueError("boom").
+TASK_GROUP = """\
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/tg.py", line 7, in <module>
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/runners.py", line 190, in run
+  |     return runner.run(main)
+  |            ^^^^^^^^^^^^^^^^
+  |   File "/w/tg.py", line 5, in main
+  |     async with asyncio.TaskGroup() as tg:
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/tg.py", line 3, in bad
+    |     raise ValueError("boom")
+    | ValueError: boom
+    +------------------------------------
+"""
+
+# A group of a ValueError never raised (two lines of message) and a nested group, raised
+# while handling a KeyError, of a TypeError and that KeyError.
+_NESTED_HEAD = """\
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/nested.py", line 9, in <module>
+  |     raise ExceptionGroup("outer", [ValueError("v\\nsecond line"), g]) from None
+  | ExceptionGroup: outer (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | ValueError: v
+"""
+_NESTED_TAIL = """\
+    +---------------- 2 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/nested.py", line 3, in f
+    |     raise KeyError("k")
+    | KeyError: 'k'
+    |
+    | During handling of the above exception, another exception occurred:
+    |
+    | Exception Group Traceback (most recent call last):
+    |   File "/w/nested.py", line 7, in <module>
+    |     f()
+    |   File "/w/nested.py", line 5, in f
+    |     raise ExceptionGroup("inner", [TypeError("t"), e])
+    | ExceptionGroup: inner (2 sub-exceptions)
+    +-+---------------- 1 ----------------
+      | TypeError: t
+      +---------------- 2 ----------------
+      | Traceback (most recent call last):
+      |   File "/w/nested.py", line 3, in f
+      |     raise KeyError("k")
+      | KeyError: 'k'
+      +------------------------------------
+"""
+NESTED_311 = _NESTED_HEAD + "second line\n" + _NESTED_TAIL
+NESTED_313 = _NESTED_HEAD + "    | second line\n" + _NESTED_TAIL
+
+# BaseExceptionGroup("b", [KeyboardInterrupt()]), and 20 ValueErrors past the 15 printed.
+BASE_GROUP = """\
+  + Exception Group Traceback (most recent call last):
+  |   File "<string>", line 1, in <module>
+  | BaseExceptionGroup: b (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | KeyboardInterrupt
+    +------------------------------------
+"""
+WIDE = (
+    "  + Exception Group Traceback (most recent call last):\n"
+    '  |   File "/w/many.py", line 4, in <module>\n'
+    "  | ExceptionGroup: w (20 sub-exceptions)\n"
+    "  +-+---------------- 1 ----------------\n"
+    "    | ValueError: 0\n"
+    + "".join(
+        f"    +---------------- {n + 1} ----------------\n    | ValueError: {n}\n"
+        for n in range(1, 15)
+    )
+    + "    +---------------- ... ----------------\n"
+    "    | and 5 more exceptions\n"
+    "    +------------------------------------\n"
+)
+
+
+def _failed_with(tmp_path: Path, stderr: str) -> Outcome:
+    """The outcome of a command's attempt that printed `stderr` and exited 1."""
+    (tmp_path / "stderr.log").write_text(stderr)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 1))
+    assert isinstance(outcome, Outcome)
+    return outcome
+
+
+def _members(text: str) -> list[tuple[str, str | None]]:
+    chain = parse_chain(text)
+    return [(m.type, m.message) for m in chain[-1].members]
+
+
+def test_a_task_groups_member_is_read() -> None:
+    chain = parse_chain(TASK_GROUP)
+    assert [e.type for e in chain] == ["ExceptionGroup"]
+    assert chain[0].message == "unhandled errors in a TaskGroup (1 sub-exception)"
+    assert _members(TASK_GROUP) == [("ValueError", "boom")]
+
+
+@pytest.mark.parametrize("text", [NESTED_311, NESTED_313], ids=["3.11", "3.13"])
+def test_a_nested_groups_members_stand_in_its_place(text: str) -> None:
+    # The KeyError the inner group was raised while handling is no member: only its own.
+    assert _members(text) == [
+        ("ValueError", "v\nsecond line"),
+        ("TypeError", "t"),
+        ("KeyError", "'k'"),
+    ]
+
+
+def test_a_base_exception_group_and_a_group_wider_than_printed() -> None:
+    assert _members(BASE_GROUP) == [("KeyboardInterrupt", None)]
+    assert _members(WIDE) == [("ValueError", str(n)) for n in range(15)]
+
+
+def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
+    tmp_path: Path,
+) -> None:
+    outcome = _failed_with(tmp_path, TASK_GROUP)
+    assert outcome.exception == "ExceptionGroup"
+    assert outcome.members == (ChainLink("ValueError", "boom"),)
+    assert outcome.signature == "error:ExceptionGroup[ValueError]"
+    assert outcome_phrase(outcome) == "error exit 1 ExceptionGroup[ValueError]"
+    assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
+    assert judge_attempt(outcome, Expectation("error", exception="ExceptionGroup")).matched
+    assert judge_attempt(outcome, Expectation("error", message="^boom$")).matched
+    missed = judge_attempt(outcome, Expectation("error", exception="KeyError"))
+    assert missed.mismatches == ("exception: expected KeyError, got ExceptionGroup[ValueError]",)
+    assert member_lines(outcome) == ["`ValueError`: `boom`"]
+
+
+def test_groups_of_different_members_have_different_signatures() -> None:
+    value = group_named("ExceptionGroup", (ChainLink("ValueError"),))
+    key = group_named("ExceptionGroup", (ChainLink("KeyError"), ChainLink("KeyError")))
+    both = group_named("ExceptionGroup", (ChainLink("ValueError"), ChainLink("KeyError")))
+    assert (value, key, both) == (
+        "ExceptionGroup[ValueError]",
+        "ExceptionGroup[KeyError]",
+        "ExceptionGroup[KeyError,ValueError]",  # sorted: a TaskGroup's order is timing's
+    )
+    assert group_named("ValueError", ()) == "ValueError"
+
+
+def test_members_are_stored_and_an_older_outcome_reads_with_none() -> None:
+    outcome = Outcome(
+        "error",
+        exit_code=1,
+        exception="ExceptionGroup",
+        signature="error:ExceptionGroup[ValueError]",
+        members=(ChainLink("ValueError", "boom"),),
+    )
+    stored = outcome_to_dict(outcome)
+    assert stored["members"] == [{"type": "ValueError", "message": "boom"}]
+    assert outcome_from_dict(stored) == outcome
+    del stored["members"]  # a results.json (or a store's row) written before members
+    assert outcome_from_dict(stored).members == ()
+    assert "members" not in outcome_to_dict(Outcome("error", exception="ValueError"))
+
+
+def test_compare_takes_a_group_stored_without_members_as_the_same() -> None:
+    assert _same_outcomes({"error:ExceptionGroup": 1}, {"error:ExceptionGroup[ValueError]": 1})
+    assert _same_outcomes(
+        {"error:ExceptionGroup[ValueError]:train": 1}, {"error:ExceptionGroup:train": 1}
+    )
+    assert not _same_outcomes(
+        {"error:ExceptionGroup[KeyError]": 1}, {"error:ExceptionGroup[ValueError]": 1}
+    )
+    assert not _same_outcomes({"error:ValueError": 1}, {"error:ExceptionGroup[ValueError]": 1})
