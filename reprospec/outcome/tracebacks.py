@@ -224,6 +224,9 @@ def _uncaught(text: str, lines: list[str], chains: list[_Chain]) -> tuple[Python
     compile_error = _compile_error(lines)
     if compile_error is not None:
         return (compile_error,)
+    group = _headerless_group(lines)
+    if group is not None:
+        return (group,)
     # An exception in a thread ends its thread, never the process (`thread_exceptions`
     # reads them, for the report); "Exception ignored" reports never end it either.
     dumped = _OBJECT_DUMP_TYPE.search(text)
@@ -290,6 +293,33 @@ def _compile_error(lines: list[str]) -> PythonException | None:
             if match is not None:
                 return PythonException(match["type"], match["message"])
     return None
+
+
+def _headerless_group(lines: list[str]) -> PythonException | None:
+    """The last exception group printed with no traceback above it: under `sys.tracebacklimit
+    = 0` (a CLI hiding its tracebacks) CPython prints a group's exception line `| `-prefixed
+    (`  | ExceptionGroup: x (1 sub-exception)`), then its members under their rules, and no
+    header: read as none, the error was `error exit 1` with the message
+    `+------------------------------------`, the group's closing rule on stderr's last line.
+    Read only where such a line is followed, past its message's lines, by its first
+    member's rule (`+-+---------------- 1 ---...`)."""
+    for index in range(len(lines) - 1, -1, -1):
+        bar = _GROUP_BAR.match(lines[index])
+        if bar is None or bar["content"][:1].isspace() or not EXCEPTION_LINE.match(bar["content"]):
+            continue
+        if index > 0 and _GROUP_BAR.match(lines[index - 1]):
+            continue  # a frame's or a message's line, not a group's first
+        after = index + 1
+        while after < len(lines) and _GROUP_BAR.match(lines[after]):
+            after += 1
+        rule = _GROUP_RULE.match(lines[after]) if after < len(lines) else None
+        if rule is None or rule["label"] != "1" or not rule["lead"].endswith("+-+"):
+            continue
+        return _exception_after([_GROUP_HEADER, *lines[index:]], 0)
+    return None
+
+
+_GROUP_HEADER = "  + Exception Group Traceback (most recent call last):"
 
 
 def thread_exceptions(text: str) -> tuple[PythonException, ...]:

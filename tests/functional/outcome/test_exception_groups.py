@@ -1,7 +1,9 @@
 """Exception groups from real programs, through the CLI: the members name the failure.
 
 An `asyncio.TaskGroup` whose task raised ValueError read `error exit 1 ExceptionGroup`,
-missed `expect.exception: ValueError`, and shared its signature with a KeyError group.
+missed `expect.exception: ValueError`, and shared its signature with a KeyError group; a
+group printed under `sys.tracebacklimit = 0` (no header) read as no exception at all, its
+message the group's closing rule `+------------------------------------`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ _PROGRAM = textwrap.dedent(
             raise ExceptionGroup("inner", [TypeError("t\\nmore of it")])
         except ExceptionGroup as inner:
             raise ExceptionGroup("outer", [inner, OSError("o")]) from None
+    elif kind == "hidden":
+        # A CLI that hides its tracebacks: the group prints its lines, with no header.
+        sys.tracebacklimit = 0
+        raise ExceptionGroup("quiet", [ValueError("boom")])
     else:
         raise BaseExceptionGroup("stop", [KeyboardInterrupt()])
     """
@@ -45,7 +51,7 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
     (tmp_path / "groups.py").write_text(_PROGRAM)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base]\n"
+        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base, hidden]\n"
         "command: python groups.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: error\n  exception: ValueError\n  message: '^boom$'\n"
         "  cases:\n"
@@ -77,6 +83,11 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
                 {"type": "TypeError", "message": "t\nmore of it"},
                 {"type": "OSError", "message": "o"},
             ],
+        ),
+        "kind=hidden": (
+            "ExceptionGroup",
+            "error:ExceptionGroup[ValueError]",
+            [{"type": "ValueError", "message": "boom"}],
         ),
         "kind=base": (
             "BaseExceptionGroup",

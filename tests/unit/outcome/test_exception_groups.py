@@ -18,7 +18,7 @@ from reprospec.core.results import ChainLink, Outcome, group_named
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import parse_chain
+from reprospec.outcome.tracebacks import parse_chain, recorded_chain
 from reprospec.report.failure import member_lines
 from reprospec.store.compare import _same_outcomes
 from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
@@ -142,6 +142,18 @@ def test_a_nested_groups_members_stand_in_its_place(text: str) -> None:
 def test_a_base_exception_group_and_a_group_wider_than_printed() -> None:
     assert _members(BASE_GROUP) == [("KeyboardInterrupt", None)]
     assert _members(WIDE) == [("ValueError", str(n)) for n in range(15)]
+
+
+def test_a_group_printed_with_no_traceback_is_read() -> None:
+    # `sys.tracebacklimit = 0`: the group's own lines, prefixed, and no header; a program's
+    # record of it (raised-PID.txt) holds the same lines.
+    hidden = BASE_GROUP.replace("  + Exception Group Traceback (most recent call last):\n", "")
+    hidden = hidden.replace('  |   File "<string>", line 1, in <module>\n', "")
+    assert _members(hidden) == [("KeyboardInterrupt", None)]
+    assert parse_chain(hidden)[0].type == "BaseExceptionGroup"
+    assert recorded_chain("died\n" + hidden)[0].members == parse_chain(hidden)[0].members
+    # A `| ` line with no member's rule after it is no group.
+    assert parse_chain("  | ValueError: v\n") == ()
 
 
 def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
