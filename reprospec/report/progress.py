@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -542,48 +541,26 @@ class _RunSize(NamedTuple):
 def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     """What more attempts do to an undecided cell's rate: nothing where every attempt
     missed the expect the same way (the expect is what to change, as report.md's reason
-    says); else how many decide it and which way at the rate seen, asked as `--repeat N`
+    says); else what its reason says (judge.more_attempts: how many decide it and which
+    way, or why no count does), and where a count does, how to ask for it: `--repeat N`
     where the run's cells take that many each, else with the `-m` filters of the cell
-    alone, and as `run.max_repeat` where the spec's cells do; that none refutes `>0` where
-    no failure was seen, and the bound that clean attempts would (`refuting_bound`), or
-    `<1` where every attempt failed, and the bound that failures would; that the rate seen
-    is the bound itself; or that it takes more than `--repeat`'s limit."""
-    from reprospec.core.bounds import MAX_ATTEMPTS, MAX_REPEAT
-    from reprospec.core.rates import attempts_to_decide, refuting_bound
-    from reprospec.outcome.judge import alike_phrase, missed_alike, rate_verdict
+    alone, and as `run.max_repeat` where the spec's cells do."""
+    from reprospec.core.bounds import MAX_ATTEMPTS
+    from reprospec.outcome.judge import alike_phrase, missed_alike, more_attempts
 
     if keys := missed_alike(cell.attempts):
         return alike_phrase(keys)
-    rate = cell.rate
-    seen = rate.matched / rate.attempts
-    if decided := attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT):
-        needed, judged = decided
-        verdict = rate_verdict(judged).replace("-", " ")
-        said = f"at the rate seen, about {needed} attempts decide it ({verdict}): "
-        if needed * size.kept > MAX_ATTEMPTS:
-            return (
-                f"{said}--repeat {needed} {_cell_alone(cell.cell, size.axes)}, the cell alone "
-                f"({plural(size.kept, 'cell')} x {needed} is past a run's limit of "
-                f"{MAX_ATTEMPTS:,} attempts)"
-            )
-        auto = f" (or run.repeat: auto with run.max_repeat: {needed})"
-        return f"{said}--repeat {needed}{auto if needed * size.cells <= MAX_ATTEMPTS else ''}"
-    if rate.matched == 0 and bound.op == ">" and bound.value <= 0:
-        floor, clean = refuting_bound(0, rate.attempts)
+    said, needed = more_attempts(cell.rate, bound)
+    if needed is None:
+        return said
+    if needed * size.kept > MAX_ATTEMPTS:
         return (
-            f"one failure meets {bound} and no count of clean attempts refutes it: "
-            f"expect.rate: '>={floor:g}' is refuted by {clean} clean attempts"
+            f"{said}: --repeat {needed} {_cell_alone(cell.cell, size.axes)}, the cell alone "
+            f"({plural(size.kept, 'cell')} x {needed} is past a run's limit of "
+            f"{MAX_ATTEMPTS:,} attempts)"
         )
-    if rate.matched == rate.attempts and bound.op == "<" and bound.value >= 1:
-        # The mirror of `>0`: no count of failures refutes `<1`, one clean attempt meets it.
-        floor, failing = refuting_bound(0, rate.attempts)
-        return (
-            f"one clean attempt meets {bound} and no count of failures refutes it: "
-            f"expect.rate: '<={1 - floor:g}' is refuted by {failing} failing attempts"
-        )
-    if math.isclose(seen, bound.value):
-        return "the rate seen is the bound itself: more attempts may not decide it"
-    return f"at the rate seen, it takes more than {MAX_REPEAT:,} attempts (--repeat's limit)"
+    auto = f" (or run.repeat: auto with run.max_repeat: {needed})"
+    return f"{said}: --repeat {needed}{auto if needed * size.cells <= MAX_ATTEMPTS else ''}"
 
 
 def _cell_alone(cell: Cell, axes: Sequence[str]) -> str:

@@ -424,6 +424,12 @@ def test_an_undecided_cell_says_how_many_attempts_decide_it(cli: Cli, tmp_path: 
         result.stdout,
     )
     assert said, result.stdout
+    # report.md's reason says the same count (it said "run more attempts").
+    report = (result.latest_run() / "report.md").read_text()
+    assert (
+        "straddles >=0.1 (error); at the rate seen, about "
+        f"{said.group(1)} attempts decide it (reproduced)\n"
+    ) in report, report
     again = cli("run", str(spec), "--repeat", said.group(1))
     assert again.code == 0, again.stdout + again.stderr  # 1 in 3 a cell, as seen: decided
     assert "1/1 cell reproduced\n" in again.stdout

@@ -578,7 +578,8 @@ def test_a_failure_says_each_fact_once(tmp_path: Path) -> None:
     rate = _failure(run.output, "rate::default")
     assert rate[0] == (
         "rate.repro.yaml:3: default: undecided (intermittent): 1/2 = 0.50 (95% CI 0.09–0.91) "
-        "straddles >=0.5; run more attempts (error)"
+        "straddles >=0.5 (error); the rate seen is the bound itself: more attempts may not "
+        "decide it"
     )
     assert rate[1:-1] == ["  attempt 1: error exit 1", "  attempt 2: pass"]
 

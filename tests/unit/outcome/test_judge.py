@@ -362,18 +362,30 @@ def test_rate_straddling_threshold_is_undecided_whatever_the_point_estimate() ->
     verdict, reason = _rate_cell(6, 20, ">=0.3")
     assert verdict == "undecided"
     assert reason == (
-        "undecided (intermittent): 6/20 = 0.30 (95% CI 0.14–0.52) straddles >=0.3;"
-        " run more attempts (crash SIGSEGV)"
+        "undecided (intermittent): 6/20 = 0.30 (95% CI 0.14–0.52) straddles >=0.3"
+        " (crash SIGSEGV); the rate seen is the bound itself: more attempts may not decide it"
     )
     verdict, reason = _rate_cell(2, 10, ">=0.3")
     assert verdict == "undecided"
     assert reason.startswith("undecided (intermittent): 2/10 = 0.20")
 
 
+def test_an_undecided_reason_says_how_many_attempts_decide_it() -> None:
+    """The reason (report.md's, JUnit's, the pytest plugin's) said "run more attempts"
+    where `run`'s undecided line said how many: it says the same count, and which way."""
+    verdict, reason = _rate_cell(3, 5, ">=0.3")
+    assert verdict == "undecided"
+    assert reason == (
+        "undecided (intermittent): 3/5 = 0.60 (95% CI 0.23–0.89) straddles >=0.3"
+        " (crash SIGSEGV); at the rate seen, about 9 attempts decide it (reproduced)"
+    )
+    assert _rate_cell(2, 10, ">=0.3")[1].endswith("about 81 attempts decide it (not reproduced)")
+
+
 def test_every_attempt_missing_one_key_alike_says_the_expect_is_what_misses() -> None:
     """20 of 20 attempts crashed with SIGSEGV in the worker, against `rate: >0` and a
     `where: main` no attempt had: "straddles >0; run more attempts" where no number of them
-    settles it; a mix of misses still says to run more."""
+    settles it; a mix of misses says what more attempts do to `>0`."""
     expectation = Expectation("crash", signal="SIGSEGV", where="main", rate=RateBound(">", 0))
     alike = [attempt(SEGV_WORKER, expectation, i) for i in range(20)]
     verdict = judge_cell(expectation, alike)
@@ -382,7 +394,7 @@ def test_every_attempt_missing_one_key_alike_says_the_expect_is_what_misses() ->
     assert "every attempt failed that way but missed where: " in verdict.reason
     assert verdict.reason.endswith("more attempts will not settle it")
     mixed = judge_cell(expectation, [*alike[:19], attempt(PASSED, expectation, 19)])
-    assert "run more attempts" in mixed.reason
+    assert "one failure meets >0 and no count of clean attempts refutes it" in mixed.reason
 
 
 def test_one_in_three_is_no_proof_of_a_30_percent_rate() -> None:
