@@ -88,7 +88,9 @@ def run_checks(
     ]
     if needs is not None and not needs.torch:
         checks = [_not_needed(check) for check in checks]
-    if needs is not None and needs.runner != "local":
+    if needs is not None and needs.runner == "venv":
+        checks = [_of_the_venvs(check, env, needs) for check in checks]
+    elif needs is not None and needs.runner != "local":
         checks = [_installed_by_runner(check, env, needs) for check in checks]
     if needs is not None:
         checks += [
@@ -144,6 +146,90 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
         "skipped",
         f"torch is not installed in this interpreter; the {needs.runner} runner installs the "
         f"spec's {', '.join(named)} for each cell",
+    )
+
+
+# The checks that read the interpreter's torch (its build, CUDA, arch list, CPU kernels): on
+# the venv runner, the torch of the interpreter each cell's venv is built on, not the cells'.
+_TORCH_READ = frozenset({"cuda", "cuda-driver", "gpu-arch", "cpu-capability"})
+
+
+def _of_the_venvs(check: Check, env: Captured, needs: Needs) -> Check:
+    """On the venv runner, the torch checks as of what the cells run: each cell's venv holds
+    only its packages, not the interpreter's it is built on, which is what was captured.
+    doctor passed (or warned `pip install numpy` of) that interpreter's torch 2.13 for a
+    spec of `torch==2.5.1`, and its numpy bridge for cells whose venvs hold no numpy.
+
+    `torch`: where the cells' packages name torch, of those packages (a warning where they
+    name no numpy and a cell may use it: torch does not require numpy, so its bridge fails
+    in the venv unless another package brings it; else skipped, saying what is installed);
+    where they name none, the interpreter's, said so. The others that read its torch are
+    said to be of it, a failure a warning where the cells install a torch of their own."""
+    from dataclasses import replace
+
+    from reprospec.doctor.check import Check
+    from reprospec.doctor.needs import named_cells
+    from reprospec.environment.captured import section
+    from reprospec.environment.packages import requirements_naming
+
+    if check.name != "torch" and (check.name not in _TORCH_READ or check.status == "skipped"):
+        return check
+    torch = section(env, "torch")
+    version = torch.get("version")
+    if torch.get("installed") is False:
+        ours = "torch is not installed in this interpreter"
+    elif isinstance(version, str) and version:
+        ours = f"this interpreter's torch is {version}"
+    else:
+        ours = "this interpreter's torch was not captured"
+    sets = needs.cell_packages
+    named = {each: requirements_naming(each.packages, "torch") for each in sets}
+    torches = ", ".join(dict.fromkeys(r for each in sets for r in named[each]))
+    if check.name != "torch":
+        if not torches:
+            return replace(check, why=f"of this interpreter's torch, which the cells' venvs "
+                           f"do not hold: {check.why}")  # fmt: skip
+        return replace(
+            check,
+            status="warn" if check.status == "fail" else check.status,
+            why=f"of this interpreter's torch, not the cells' ({torches}, installed in each "
+            f"cell's venv): {check.why}",
+        )
+    if not needs.torch:
+        # (`_not_needed` said a failure so; a pass was of a torch no cell has)
+        return check if check.status != "pass" else Check(
+            "torch", "skipped", f"the spec needs no torch ({ours}; the cells' venvs hold only "
+            "the spec's packages)"
+        )  # fmt: skip
+    if not torches:
+        return replace(
+            check,
+            why=f"of this interpreter, not of the cells' venvs, whose packages name no torch "
+            f"(spec-environment): {check.why}",
+        )
+    lacking = [
+        cell
+        for each in sets
+        if named[each] and not requirements_naming(each.packages, "numpy")
+        for cell in (each.cells or ("",))
+    ]
+    if needs.numpy and lacking:
+        ids = [cell for cell in dict.fromkeys(lacking) if cell]
+        of = f" in {named_cells(ids)}" if ids and len(ids) < needs.cells else ""
+        return Check(
+            "torch",
+            "warn",
+            f"the venv runner installs the spec's {torches} in each cell's venv, and the cell's "
+            f"packages name no numpy{of}: torch imports without it, but Tensor.numpy(), "
+            "torch.from_numpy and a DataLoader batching numpy arrays fail there, unless one of "
+            f"them requires numpy ({ours}, not what the cells run)",
+            "add numpy to environment.packages (a torch built for numpy 1.x needs 'numpy<2')",
+        )
+    return Check(
+        "torch",
+        "skipped",
+        f"{ours}, not what the cells run: the venv runner installs the spec's {torches} for "
+        "each cell",
     )
 
 

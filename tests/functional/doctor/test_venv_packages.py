@@ -79,3 +79,27 @@ def test_find_links_is_for_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
     assert "--find-links" in done.stderr
     assert "--runner venv only" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_torch_check_is_of_the_cells_venvs_not_the_interpreter(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The torch check judged the interpreter the cells' venvs are built on (this one): its
+    torch, and its numpy bridge (`pip install numpy` into it), where each cell's venv holds
+    the spec's torch and numpy, or a torch without numpy."""
+    (tmp_path / "index").mkdir()  # (nothing resolved from an index: venv-packages fails)
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    said = {}
+    for name, packages in (("both", "'torch', 'numpy'"), ("bare", "'torch'")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"reprospec: 1\nname: {name}\nenvironment: {{packages: [{packages}]}}\n"
+            "command: python -c 'import torch, numpy'\nexpect: {outcome: pass}\n"
+        )
+        argv = ("doctor", f"{name}.yaml", "--runner", "venv", "--format", "json")
+        said[name] = _checks(cli(*argv, env=env, cwd=tmp_path).stdout)["torch"]
+    assert said["both"]["status"] == "skipped", said
+    assert said["both"]["why"].endswith(
+        "not what the cells run: the venv runner installs the spec's torch for each cell"
+    ), said
+    assert said["bare"]["status"] == "warn", said
+    assert "the cell's packages name no numpy" in said["bare"]["why"], said

@@ -563,7 +563,8 @@ def test_torch_missing_where_the_runner_installs_the_specs_torch_is_not_a_failur
     """`doctor --runner venv` checks the bare interpreter the venv runner builds each cell's
     venv on: it failed `torch is not installed` for a spec whose packages name torch."""
     bare = machine(torch={"installed": False, "version": None})
-    spec = doctor.Needs(packages=("torch==2.13.0",), runner="venv")
+    # (numpy: no cell uses it, or its torch's bridge would be held against the packages)
+    spec = doctor.Needs(packages=("torch==2.13.0",), runner="venv", numpy=False)
     torch = by_name(bare, spec)["torch"]
     assert torch.status == "skipped"
     assert torch.why.endswith("the venv runner installs the spec's torch==2.13.0 for each cell")
@@ -613,7 +614,7 @@ def test_a_package_list_names_torch_by_the_package_checks_own_reader(
     needs = doctor.needs_of(cells)
     assert needs.torch is named
     bare = machine(torch={"installed": False, "version": None})
-    torch = by_name(bare, replace(needs, runner="venv"))["torch"]
+    torch = by_name(bare, replace(needs, runner="venv", numpy=False))["torch"]
     assert torch.status == "skipped"
     installs = f"the venv runner installs the spec's {package} for each cell"
     assert torch.why.endswith(installs) is named
@@ -810,3 +811,36 @@ def test_a_workload_whose_packages_may_require_torch_only_warns_on_the_venv_runn
     said = by_name(machine(), other)["spec-environment"]
     assert said.status == "warn"
     assert "the spec names 3.4" in said.why
+
+
+def test_on_the_venv_runner_the_torch_checks_are_of_the_cells_packages() -> None:
+    """`doctor --runner venv` judged the torch of the interpreter the cells' venvs are built
+    on: `torch 2.13.0 imports` for a spec of `torch==2.5.1`, and `pip install numpy` of its
+    bridge where the cells' venvs get numpy from their packages, or none where they do not."""
+    env = machine()
+    bridge = machine(torch={**machine()["torch"], "numpy": None, "errors": {"numpy": "gone"}})
+    cells = CellPackages(("torch==2.5.1",), ("a",))
+    with_numpy = CellPackages(("torch==2.5.1", "numpy<2"), ("b",))
+    spec = doctor.Needs(packages=cells.packages, package_sets=(cells,), runner="venv", cells=1)
+    torch = by_name(env, spec)["torch"]
+    assert torch.status == "warn"
+    assert torch.why.startswith(
+        "the venv runner installs the spec's torch==2.5.1 in each cell's venv, and the cell's "
+        "packages name no numpy: "
+    )
+    assert "not what the cells run" in torch.why
+    assert "numpy" in torch.todo
+    # Both lists: the cell whose packages lack numpy is named.
+    both = replace(spec, package_sets=(cells, with_numpy), cells=2)
+    assert "name no numpy in cell a: " in by_name(env, both)["torch"].why
+    # numpy named: nothing of this interpreter's bridge is said, as the cells get their own.
+    fine = replace(spec, packages=with_numpy.packages, package_sets=(with_numpy,))
+    torch = by_name(bridge, fine)["torch"]
+    assert torch.status == "skipped"
+    assert torch.why.endswith("the venv runner installs the spec's torch==2.5.1 for each cell")
+    assert by_name(bridge, replace(fine, runner="local"))["torch"].status == "warn"
+    # The checks that read this interpreter's torch say whose they are.
+    capability = by_name(env, spec)["cpu-capability"]
+    assert capability.why.startswith("of this interpreter's torch, not the cells' (torch==2.5.1")
+    # No cell uses numpy (builtin workloads): skipped, as where numpy is named.
+    assert by_name(env, replace(spec, numpy=False))["torch"].status == "skipped"
