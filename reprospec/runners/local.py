@@ -576,6 +576,8 @@ class LocalRunner:
         oom_watch = memcgroup.OomWatch()
         oom: str | None = None
         no_oom_kill = False
+        # Whether its watch may be left unread (memcgroup.none_killed): known once it ran.
+        unread = False
         try:
             load = competitors.start_load(perturb, applied.cpu_list, log_dir)
             result = run.run_process(
@@ -596,6 +598,7 @@ class LocalRunner:
                 # pass's folder, its blank record in it, to the cell's next attempt.
                 reuse_record=instance is None,
             )
+            unread = memcgroup.none_killed(result.descendants, result.returncode)
         except (run.OutputLost, run.AttemptLost) as exc:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
@@ -607,17 +610,24 @@ class LocalRunner:
                 launcher.release()
             competitors.stop_load(load, log_dir)
             # perturb.memory_limit's cgroup is the attempt's alone: its count is certain.
-            own, engine_wide = perturbing.finish(applied), oom_watch.said()
-            if own is None and engine_wide is not None and oom_watch.shared:
-                # Maybe another attempt's kill: a warning, never the SIGKILL's name.
-                warnings.append(engine_wide)
-                engine_wide = None
-            oom = own or engine_wide
-            # Read once every process of the attempt is gone: none can be killed after.
-            # Read where a kill was named too: the next attempt's watch takes this count as
-            # its start's (memcgroup.MACHINE_FRESH_S), so it must hold that kill.
-            none_anywhere = oom_watch.none_anywhere()
-            no_oom_kill = oom is None and none_anywhere
+            own = perturbing.finish(applied)
+            if unread:
+                # One process, which died of no SIGKILL: no kill counted was the attempt's
+                # (`no_oom_kill` stays False, unknown: it judges only a SIGKILL's sender).
+                oom_watch.end()
+                oom = own
+            else:
+                engine_wide = oom_watch.said()
+                if own is None and engine_wide is not None and oom_watch.shared:
+                    # Maybe another attempt's kill: a warning, never the SIGKILL's name.
+                    warnings.append(engine_wide)
+                    engine_wide = None
+                oom = own or engine_wide
+                # Read once every process of the attempt is gone: none can be killed after.
+                # Read where a kill was named too: the next attempt's watch takes this count
+                # as its start's (memcgroup.MACHINE_FRESH_S), so it must hold that kill.
+                none_anywhere = oom_watch.none_anywhere()
+                no_oom_kill = oom is None and none_anywhere
             for folder in watched:
                 native.WATCH.release(folder)
             if matcher is not None:
