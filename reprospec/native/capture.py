@@ -116,10 +116,12 @@ class Capture:
         returncode: int | None,
         started: float,
         read_cores: bool = True,
+        listed: frozenset[str] | None = None,
     ) -> NativeStacks | None:
         """Native stacks from the cores the attempt left; None when it left none and needed none.
 
-        With `read_cores` False (an interrupted run) cores are only cleared away.
+        With `read_cores` False (an interrupted run) cores are only cleared away. `listed`:
+        the names in `out_dir` once the attempt's processes were gone (cores.moved_to).
         """
         return collect_crash_stacks(
             self.out_dir,
@@ -133,6 +135,7 @@ class Capture:
             read_cores=read_cores,
             elsewhere=self.elsewhere,
             stderr=self.stderr,
+            listed=listed,
         )
 
 
@@ -302,12 +305,14 @@ def collect_crash_stacks(
     read_cores: bool = True,
     elsewhere: Sequence[Path] = (),
     stderr: Path | None = None,
+    listed: frozenset[str] | None = None,
 ) -> NativeStacks | None:
     """Claim the attempt's cores, move them into `out_dir`, read them; None when there were none.
 
     `started` is the attempt's start (time.time()). An attempt whose root died of a
     core-dumping signal (or exited 128 + one, as a shell says a child died of it) but that
-    left no core gets a NativeStacks that says why.
+    left no core gets a NativeStacks that says why. `listed`: the names in `out_dir` once
+    the attempt's processes were gone, where the caller listed it (cores.moved_to).
     """
     pattern = core_pattern()
     root_signal = dumped_signal(returncode)
@@ -315,7 +320,7 @@ def collect_crash_stacks(
     unreadable = (not can_read() and not keep_cores) or pattern.piped
     # Where its processes moved (os.chdir; `elsewhere`: its shell line's `cd`s): a relative
     # core_pattern's core lies there.
-    elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir)]))
+    elsewhere = list(dict.fromkeys([*elsewhere, *moved_to(out_dir, workdir, listed)]))
     cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern, elsewhere)
     cut = False  # whether the walk under the workdir stopped at its bound
     walk = dumped and not unreadable and resource.getrlimit(resource.RLIMIT_CORE)[1] != 0

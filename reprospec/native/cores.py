@@ -201,9 +201,16 @@ MOVED_TO = "cwds.txt"
 MAX_MOVED_TO = 16
 
 
-def moved_to(attempt_dir: Path, workdir: Path) -> list[Path]:
+def moved_to(attempt_dir: Path, workdir: Path, listed: frozenset[str] | None = None) -> list[Path]:
     """The folders the attempt's processes moved to (MOVED_TO, removed once read), the
-    workdir left out, each once, the last MAX_MOVED_TO (a crash comes after its move)."""
+    workdir left out, each once, the last MAX_MOVED_TO (a crash comes after its move).
+
+    `listed`: the names in `attempt_dir` once the attempt's processes were gone
+    (process.stacks.listing), where MOVED_TO, which only they write, is not looked for
+    again when it is not among them: most attempts move nowhere, and the open that failed
+    was a path join and a system call per attempt (issue 30, item 5)."""
+    if listed is not None and MOVED_TO not in listed:
+        return []
     path = attempt_dir / MOVED_TO
     try:
         text = path.read_bytes()

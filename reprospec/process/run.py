@@ -550,7 +550,16 @@ def run_process(
         # Every process is gone: each core is complete, and the attempt's to claim.
         found = native_stacks.merge(
             hang_native,
-            native.crash(token, cwd, proc.pid, died, started_wall, read_cores=not interrupted),
+            native.crash(
+                token,
+                cwd,
+                proc.pid,
+                died,
+                started_wall,
+                read_cores=not interrupted,
+                # The same folder (the attempt's): what its processes wrote there is listed.
+                listed=listed if native.out_dir == stack_dir else None,
+            ),
         )
         if found is not None:
             native_path = native_stacks.write(found, native.out_dir)

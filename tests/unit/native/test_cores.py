@@ -50,6 +50,19 @@ def test_the_folders_an_attempt_moved_to_are_read_once_each_without_the_workdir(
     assert moved_to(tmp_path, work) == []
 
 
+def test_the_record_of_moves_is_looked_for_only_where_the_attempts_folder_lists_it(
+    tmp_path: Path,
+) -> None:
+    """The listing the runner took once the attempt's processes were gone: a record it
+    does not hold is not opened to be found missing (most attempts move nowhere)."""
+    work = tmp_path / "work"
+    (tmp_path / MOVED_TO).write_text(f"{tmp_path / 'a'}\n")
+    assert moved_to(tmp_path, work, frozenset({"stdout.log"})) == []
+    assert (tmp_path / MOVED_TO).exists()  # not read: the listing has no record
+    assert moved_to(tmp_path, work, frozenset({MOVED_TO})) == [tmp_path / "a"]
+    assert not (tmp_path / MOVED_TO).exists()
+
+
 def test_a_program_that_moves_at_every_step_has_its_last_folders_looked_in(
     tmp_path: Path,
 ) -> None:
