@@ -698,11 +698,24 @@ def only_known_children() -> bool:
     never another attempt's. The search of `find_attempt_processes` and the zombie
     sweep read /proc files of every process of the running attempts, about 0.2 ms per
     attempt (issue 15); one look at the engine's children settles most attempts.
+
+    Two threads' children are looked at, not every thread's: the kernel gives a process
+    whose parent exits to the subreaper's first live thread, its main one (`find_new_reaper`,
+    then `find_alive_thread`: the thread group's leader, alive while the engine runs), so
+    every process an attempt left, alive or dead, is that thread's child; and the calling
+    thread's, which started the attempt's root (waited for) and any other child it made.
+    Another thread's child is one it started (another attempt's root, a helper), never a
+    process of this attempt: listing every thread and reading each one's file was a sixth
+    of the engine's own CPU per attempt of `true` (issue 30, item 5).
     """
     if not _tree_readable():
         return False
     known = RUNNING_ROOTS | helper_pids()
-    return all(pid in known for pid in _own_children())
+    me, caller = os.getpid(), threading.get_native_id()
+    for tid in (me,) if caller == me else (me, caller):
+        if any(pid not in known for pid in _steady_children(f"/proc/{me}/task/{tid}/children")):
+            return False
+    return True
 
 
 def _exit_of(status: int, info: ProcInfo) -> ChildExit | None:
