@@ -445,10 +445,15 @@ def _stuck_rank(thread: _HungThread) -> int:
     daemon `heartbeat` dumped before the joined `w` (threads are dumped newest first) titled
     the hang `hang in beat`, where `w` sat on a held lock. The library frames below the
     user's say what it waits in, else the user's own line, read from its file (as
-    minimize's hangplace reads it); a dump's order stays among threads of one rank."""
+    minimize's hangplace reads it); a dump's order stays among threads of one rank. A
+    Condition's wait with a timeout (a heartbeat's `while not stop.wait(0.5)`, a queue's
+    `get(timeout=1)` in a loop) wakes as a sleep does: its library line says so
+    (`waiter.acquire(True, timeout)`), where the same frames of `q.get()` wait for good."""
     frame, waiting, _ = thread
     if waiting:
-        return 0 if any(in_file(waiting[0], path) for path in _THREAD_WAITS) else 1
+        if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
+            return 1
+        return 2 if _TIMED_WAIT.search(_source_line(waiting[0])) else 0
     code = _source_line(frame)
     if _BLOCKED_LINE.search(code):
         return 0
@@ -462,6 +467,8 @@ _THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 # Event's or a Condition's wait, a join. A line that sleeps: time's sleep (`sleep(0.05)`).
 _BLOCKED_LINE = Lazy(r"^\s*(?:async\s+)?with\b|\b(?:acquire|wait|wait_for|join)\s*\(")
 _SLEEP_LINE = Lazy(r"\bsleep\s*\(")
+# threading's Condition.wait where it was given a timeout (its line in 3.10 to 3.13 alike).
+_TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
 
 
 def _source_line(frame: Frame) -> str:

@@ -17,15 +17,15 @@ from tests.support.cli import Cli
 
 _JOB = textwrap.dedent(
     """
-    import threading, time
+    import queue, threading, time
     lock = threading.Lock()
     lock.acquire()
+    q, stop = queue.Queue(), threading.Event()
     def beat():
-        while True:
-            time.sleep(0.05)
+        while {beat}:
+            time.sleep(0)
     def work():
-        with lock:
-            pass
+        {work}
     w = threading.Thread(target=work, name="w")
     w.start()
     threading.Thread(target=beat, name="heartbeat", daemon=True).start()
@@ -35,17 +35,21 @@ _JOB = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "end",
+    ("beat", "work", "end"),
     [
-        "w.join()",
+        # A heartbeat that sleeps between beats; `w` on a held lock.
+        ("not time.sleep(0.05)", "lock.acquire()", "w.join()"),
         # The main thread leaves the program's code and waits at exit for `w`: a join too.
-        "pass",
+        ("not time.sleep(0.05)", "lock.acquire()", "pass"),
+        # A heartbeat that waits on an Event with a timeout, as `w` waits in q.get(): the
+        # same threading frames, but the heartbeat's wakes (`acquire(True, timeout)`).
+        ("not stop.wait(0.05)", "q.get()", "w.join()"),
     ],
 )
-def test_a_join_hang_names_the_thread_on_the_lock_not_the_heartbeat(
-    cli: Cli, tmp_path: Path, end: str
+def test_a_join_hang_names_the_thread_it_waits_for_not_the_heartbeat(
+    cli: Cli, tmp_path: Path, beat: str, work: str, end: str
 ) -> None:
-    (tmp_path / "job.py").write_text(_JOB.format(end=end))
+    (tmp_path / "job.py").write_text(_JOB.format(beat=beat, work=work, end=end))
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: join-hang\ncommand: python job.py\n"
@@ -55,4 +59,4 @@ def test_a_join_hang_names_the_thread_on_the_lock_not_the_heartbeat(
     assert result.code == 0, result.stdout + result.stderr
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert outcome["hung_in"]["function"] == "work", outcome
-    assert "hang in work (job.py:9)" in result.stdout, result.stdout
+    assert "hang in work (job.py:10)" in result.stdout, result.stdout

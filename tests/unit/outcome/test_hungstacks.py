@@ -554,3 +554,35 @@ def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) 
     frame = hung_frame(stack)
     assert frame is not None
     assert frame.function == "beat"
+
+
+def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
+    tmp_path: Path,
+) -> None:
+    """Both wait in threading's Condition.wait, the heartbeat's `stop.wait(0.05)` at the line
+    that passes its timeout: it wakes, as a sleep does; `q.get()` waits for good."""
+    lib = tmp_path / "lib" / "python3.11" / "threading.py"
+    lib.parent.mkdir(parents=True)
+    lines = [""] * 340
+    lines[326] = "            waiter.acquire()"
+    lines[330] = "        gotit = waiter.acquire(True, timeout)"
+    lib.write_text("\n".join(lines))
+    job = tmp_path / "job.py"
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{lib}", line 331 in wait\n'
+        f'  File "{lib}", line 629 in wait\n'
+        f'  File "{job}", line 5 in beat\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{lib}", line 327 in wait\n'
+        '  File "/usr/lib/python3.11/queue.py", line 171 in get\n'
+        f'  File "{job}", line 8 in work\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
+    assert hung_frame(stack) == Frame(str(job), 8, "work")
