@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             if each.path == sys.executable:
                 raise
             failed.append((each, str(exc)))
+    # (the spec's, every python of it: `chosen.needs` is of the interpreter checked alone)
+    every_python = needs
     python, whose, needs = chosen.path, chosen.whose, chosen.needs
     uncaptured = None
     if env is None:
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             else [*_captured_not(failed, needs), *made]
         ),
         *([base] if base is not None else []),
-        *_resolved(needs, checked, links, args),
+        *_resolved(every_python, checked, links, args),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
         *(_docker_checks(environments, args.spec) if environments else ()),
         *(_runner_checks(args.runner) if needs is None else ()),

@@ -63,9 +63,9 @@ def resolve_check(
         of = _of(cells, needs.cells)
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
-            unsatisfiable.append(f"{' '.join(packages)} cannot be installed{of}: {said}")
+            unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
         elif answer.state == "unknown":
-            unknown.append(f"{' '.join(packages)}{of}: {answer.said}")
+            unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
     if unsatisfiable:
         return Check(
             "venv-packages",

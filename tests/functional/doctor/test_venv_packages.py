@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.cli import Cli
 from tests.support.envs import make_wheel, uv_environment
@@ -103,3 +106,43 @@ def test_the_torch_check_is_of_the_cells_venvs_not_the_interpreter(
     ), said
     assert said["bare"]["status"] == "warn", said
     assert "the cell's packages name no numpy" in said["bare"]["why"], said
+
+
+def _another_python() -> str:
+    """A Python of another minor version than this one, by the venv runner's own search."""
+    from reprospec import venvs
+
+    ours = sys.version_info[:2]
+    for minor in (10, 12, 13, 11, 14):
+        if (3, minor) == ours:
+            continue
+        try:
+            venvs.find_interpreter(f"3.{minor}")
+        except venvs.EnvBuildError:
+            continue
+        return f"3.{minor}"
+    pytest.skip("no Python of another minor version here")
+
+
+def test_each_cell_is_resolved_for_its_own_python(cli: Cli, tmp_path: Path) -> None:
+    """`python: [3.10, 3.11]` with a package of `python_version < "3.11"`, which no index
+    has: it was resolved for the interpreter checked first alone (whose needs forget the
+    others), and passed where every 3.10 cell's build fails."""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    other = _another_python()
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    (tmp_path / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nmatrix: {{py: ['{ours}', '{other}']}}\n"
+        "environment:\n  python: '${{ matrix.py }}'\n"
+        f"  packages: ['{DEMO}==1.0', '{DEMO}==9; python_version == \"{other}\"']\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert f"cannot be installed (in cell py={other}): " in check["why"], check
