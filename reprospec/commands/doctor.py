@@ -64,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
     links = getattr(args, "find_links", None)
-    if links is not None and args.runner != "venv":
-        # It would be dropped without a word: doctor resolves packages for the venv runner only.
+    if links is not None and (args.runner != "venv" or needs is None):
+        # It would be dropped without a word: doctor resolves a spec's packages from it, for
+        # the venv runner only.
         from reprospec.errors import UsageError
 
         raise UsageError(
-            f"--find-links {links}: for --runner venv only (the wheelhouse doctor resolves the "
-            "spec's packages from, as the venv runner installs from it)"
+            f"--find-links {links}: for --runner venv with a SPEC only (the wheelhouse doctor "
+            "resolves the spec's packages from, as the venv runner installs from it)"
         )
     checked = None if given is None else _given_python(given, args.runner)
     interpreters, base = _interpreter(checked, needs)
