@@ -503,7 +503,9 @@ def classify(
 
                 test = first_failure(evidence.stdout) or first_failure(stderr)
                 if test is not None:
-                    exception = PythonException(test.exception or "", test.message)
+                    exception = PythonException(
+                        test.exception or "", test.message, members=test.members
+                    )
                     detail += f"; pytest reports {test.reported()}"
                     if phase is None or is_test_id(phase):
                         phase, step, stage, module = test.test, None, None, None

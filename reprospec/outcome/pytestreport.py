@@ -26,12 +26,16 @@ import shlex
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PYTEST_NODE_ID
+
+if TYPE_CHECKING:
+    from reprospec.outcome.tracebacks import PythonException
 
 # `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's,
 # and `ERROR tests/test_io.py` for a module that failed to collect (an import it makes).
@@ -57,6 +61,10 @@ _ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
 
+# The first line of an exception group's traceback, as CPython prints it.
+_GROUP_HEADER = Lazy(r"^\s*\+ Exception Group Traceback \(most recent call last\):\s*$")
+
+
 @frozen
 class FailedTest:
     """The first failing test of a pytest report: its node id, exception type and message."""
@@ -69,6 +77,9 @@ class FailedTest:
     # a test's ERROR which of the two (`ERROR at setup of test_x`), where its section says.
     kind: str = "FAILED"
     at: str | None = None
+    # An exception group's members (a test's `asyncio.TaskGroup`), where its section prints
+    # the group's traceback as CPython does (pytest's every `--tb` style).
+    members: tuple[PythonException, ...] = ()
 
     def reported(self) -> str:
         """What pytest said of it, in its words: `t.py::test_x failed`, `ERROR collecting
@@ -113,8 +124,18 @@ def first_failure(text: str) -> FailedTest | None:
     test = summary["test"]
     summary_type, summary_message = _typed(summary["rest"])
     exception = message = None
+    members: tuple[PythonException, ...] = ()
     section, at = _section(text, test)
-    if section:
+    if section and any(_GROUP_HEADER.match(line) for line in section):
+        # A test that raised an exception group (a TaskGroup's failure): pytest prints it
+        # as CPython does, with no `E   ` lines, and its summary shortens it (`ValueError(
+        # 'boom') [single exception in Exceptio...`): read as no exception at all.
+        from reprospec.outcome.tracebacks import parse_chain
+
+        chain = parse_chain("\n".join(section))
+        if chain:
+            exception, message, members = chain[-1].type, chain[-1].message, chain[-1].members
+    if section and exception is None:
         raised = [m["type"] for line in section if (m := _RAISED_AT.match(line))]
         block = _last_e_block(section)
         first = block[0] if block else None
@@ -129,7 +150,7 @@ def first_failure(text: str) -> FailedTest | None:
         exception = summary_type
     if message is None:
         message = summary_message
-    return FailedTest(test, exception, message or None, summary["kind"], at)
+    return FailedTest(test, exception, message or None, summary["kind"], at, members)
 
 
 def _typed(rest: str | None) -> tuple[str | None, str | None]:

@@ -99,3 +99,36 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
     report = (result.latest_run() / "report.md").read_text()
     assert "- `ValueError`: `boom`" in report
     assert "- `error:ExceptionGroup[KeyError]` (1 attempt)" in report
+
+
+_TEST_MODULE = textwrap.dedent(
+    """
+    import asyncio
+
+    async def bad():
+        raise ValueError("boom")
+
+    def test_task_group():
+        async def main():
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(bad())
+        asyncio.run(main())
+    """
+)
+
+
+def test_a_pytest_tests_task_group_failure_names_its_members(cli: Cli, tmp_path: Path) -> None:
+    """pytest prints a test's group as CPython does, with no `E   ` line, and shortens its
+    summary (`ValueError('boom') [single exception in Exceptio...`): the test's failure read
+    as `error exit 1` with no exception, and `expect.exception: ValueError` missed it."""
+    (tmp_path / "test_tg.py").write_text(_TEST_MODULE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: pytest-groups\ncommand: python -m pytest -q -p no:cacheprovider"
+        " test_tg.py\nrun: {timeout: 60s}\nexpect: {outcome: error, exception: ValueError}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert outcome["signature"].startswith("error:ExceptionGroup[ValueError]"), outcome
+    assert outcome["members"] == [{"type": "ValueError", "message": "boom"}]

@@ -500,3 +500,53 @@ def test_a_pytest_command_prints_test_ids_with_a_verbosity_above_the_default(
     command: str, prints: bool | None
 ) -> None:
     assert prints_test_ids(command.split()) is prints
+
+
+# pytest 9's report of a test whose asyncio.TaskGroup failed: the group's traceback as
+# CPython prints it, no `E   ` line, and a summary cut at the terminal's width.
+_TASK_GROUP_REPORT = """\
+F                                                                        [100%]
+=================================== FAILURES ===================================
+___________________________________ test_tg ____________________________________
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/test_tg.py", line 8, in test_tg
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/test_tg.py", line 3, in bad
+    |     raise e
+    | ValueError: a
+    +---------------- 2 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/test_tg.py", line 3, in bad
+    |     raise e
+    | KeyError: 'b'
+    +------------------------------------
+=========================== short test summary info ============================
+FAILED test_tg.py::test_tg - ExceptionGroup: unhandled errors in a TaskGrou...
+1 failed in 0.32s
+"""
+
+
+def test_a_tests_exception_group_is_read_with_its_members() -> None:
+    failed = first_failure(_TASK_GROUP_REPORT)
+    assert failed is not None
+    assert (failed.exception, failed.message) == (
+        "ExceptionGroup",
+        "unhandled errors in a TaskGroup (2 sub-exceptions)",
+    )
+    assert [(m.type, m.message) for m in failed.members] == [
+        ("ValueError", "a"),
+        ("KeyError", "'b'"),
+    ]
+    # pytest shortens a group of one to its member in the summary: the section still says.
+    single = _TASK_GROUP_REPORT.replace(
+        "ExceptionGroup: unhandled errors in a TaskGrou...",
+        "ValueError('a') [single exception in Exceptio...",
+    )
+    failed = first_failure(single)
+    assert failed is not None
+    assert failed.exception == "ExceptionGroup"
