@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
         *_resolved(every_python, checked, links, args),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
         *(_docker_checks(environments, args.spec) if environments else ()),
-        *(_runner_checks(args.runner) if needs is None else ()),
+        # (the docker runner's, with a SPEC, are `_docker_checks`'; the venv runner's uv is
+        # needed alike with one, where it was not checked and its absence said nothing)
+        *(_runner_checks(args.runner) if needs is None or args.runner == "venv" else ()),
     ]
     if docker:
         # The attempts run in the cells' images: each check of an interpreter or a tool

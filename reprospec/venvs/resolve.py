@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
-from reprospec.venvs.build import _uv_error, uv_binary
+from reprospec.venvs.build import EnvBuildError, _uv_error, uv_binary
 from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
@@ -59,8 +59,13 @@ def resolve(
     timeout_s: float = RESOLVE_TIMEOUT_S,
 ) -> Resolved:
     """Whether `packages` resolve for interpreter `python` from `index` (build._install's
-    options), read from `cwd` (where the build runs uv: a relative path entry)."""
-    args = [uv_binary(), "pip", "compile", "-", "--quiet", "--no-header", "--python", python]
+    options), read from `cwd` (where the build runs uv: a relative path entry). Without
+    uv, `unknown`, saying why (EnvBuildError's words)."""
+    try:
+        uv = uv_binary()
+    except EnvBuildError as exc:
+        return Resolved("unknown", str(exc))
+    args = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--python", python]
     args += [*index.uv_args()]
     if exclude_newer:
         args += ["--exclude-newer", exclude_newer]

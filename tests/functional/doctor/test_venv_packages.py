@@ -9,6 +9,7 @@ index at a port nothing listens on."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -150,3 +151,27 @@ def test_each_cell_is_resolved_for_its_own_python(cli: Cli, tmp_path: Path) -> N
     check = _checks(done.stdout)["venv-packages"]
     assert check["status"] == "fail", check
     assert f"cannot be installed (in cell py={other}): " in check["why"], check
+
+
+def test_with_a_spec_the_venv_runner_still_needs_uv(cli: Cli, tmp_path: Path) -> None:
+    """`doctor --runner venv` checked uv only without a SPEC: with one, a machine without uv
+    passed (every cell an infra error at run time). Here uv's package finds no binary, and
+    no PATH folder holds one."""
+    fake = tmp_path / "site" / "uv"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "def find_uv_bin():\n    raise FileNotFoundError('no uv here')\n"
+    )
+    path = os.pathsep.join(
+        folder
+        for folder in os.environ["PATH"].split(os.pathsep)
+        if folder and not (Path(folder) / "uv").exists()
+    )
+    _spec(tmp_path, "'1.0'")
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PATH": path}
+    done = cli("doctor", "s.yaml", "--runner", "venv", "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    checks = _checks(done.stdout)
+    assert checks["uv"]["status"] == "fail", checks.get("uv")
+    assert checks["venv-packages"]["status"] == "warn", checks["venv-packages"]
+    assert "uv is not installed" in checks["venv-packages"]["why"]
