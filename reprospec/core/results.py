@@ -119,20 +119,39 @@ class Execution:
 
 
 @frozen
+class GroupMember:
+    """One exception an exception group held, as its `| `-prefixed sub-traceback printed it
+    (a nested group's members in its place): its type and message.
+
+    A class of its own, not a `ChainLink`: a ChainLink that held ChainLinks would hold
+    itself, which core/redact.py reads as a type that may hold a mapping (it walks every
+    result it is given then, where it passes a plain one as it is)."""
+
+    type: str
+    message: str | None = None
+
+
+@frozen
 class ChainLink:
     """One exception of a chain: its type and message, and how it led to the next one.
 
     `link` says how this exception is tied to the one printed after it: "cause"
     (`raise ... from`: "The above exception was the direct cause") or "context"
-    ("During handling of the above exception"); None for the last one.
+    ("During handling of the above exception"); None for the last one. `members`: an
+    exception group's (`Outcome.members`), where one stands in a chain (a library's
+    `raise RuntimeError(...) from group` of a TaskGroup's failure); () for any other.
     """
 
     type: str
     message: str | None = None
     link: Literal["cause", "context"] | None = None
+    members: tuple[GroupMember, ...] = ()
 
     def to_dict(self) -> JsonObject:
-        return {"type": self.type, "message": self.message, "link": self.link}
+        out: JsonObject = {"type": self.type, "message": self.message, "link": self.link}
+        if self.members:
+            out["members"] = [{"type": m.type, "message": m.message} for m in self.members]
+        return out
 
 
 @frozen
@@ -226,7 +245,7 @@ class Outcome:
     # attempt ran (Execution.oom), which the detail then says.
     oom_killed: bool = False
     hung_in: PythonFrame | None = None
-    members: tuple[ChainLink, ...] = ()
+    members: tuple[GroupMember, ...] = ()
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -247,7 +266,7 @@ class Outcome:
         return ()
 
 
-def group_named(exception: str | None, members: Sequence[ChainLink]) -> str | None:
+def group_named(exception: str | None, members: Sequence[GroupMember]) -> str | None:
     """`ExceptionGroup[KeyError,ValueError]`: an exception group's type and its members'
     types, each once, sorted (a TaskGroup's members come in the order its tasks failed,
     which differs from attempt to attempt); `exception` as it is where it holds none."""

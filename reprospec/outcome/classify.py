@@ -116,6 +116,7 @@ from reprospec.core.results import (
     ChainLink,
     CrashedChild,
     Execution,
+    GroupMember,
     NotRun,
     Outcome,
     OutcomeKind,
@@ -536,7 +537,7 @@ def classify(
     # An exception group's members (a TaskGroup's failure is always `ExceptionGroup`): what
     # its signature, its words and `expect.exception` tell one group from another by.
     members = (
-        tuple(ChainLink(m.type, m.message) for m in exception.members)
+        tuple(GroupMember(m.type, m.message) for m in exception.members)
         if exception is not None and kind != "pass"
         else ()
     )
@@ -743,7 +744,15 @@ def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:
         "cause": "cause",
         "context": "context",
     }
-    return tuple(ChainLink(e.type, e.message, links.get(e.link)) for e in chain)
+    return tuple(
+        ChainLink(
+            e.type,
+            e.message,
+            links.get(e.link),
+            tuple(GroupMember(m.type, m.message) for m in e.members),
+        )
+        for e in chain
+    )
 
 
 def crash_stack(execution: Execution, evidence: Evidence) -> str | None:

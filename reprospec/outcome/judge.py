@@ -25,6 +25,7 @@ from reprospec.core.results import (
     AttemptVerdict,
     CellResult,
     ChainLink,
+    GroupMember,
     NotRun,
     Outcome,
     Rate,
@@ -352,14 +353,19 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
     return mismatch("message", f"a match of {pattern!r}", shown)
 
 
-def _printed(outcome: Outcome) -> tuple[ChainLink, ...]:
+def _printed(outcome: Outcome) -> tuple[ChainLink | GroupMember, ...]:
     """The exceptions `expect.exception` and `expect.message` may match: the chain that
-    ended the process, the members of the exception group that ended it (`ValueError` is
-    met by an `asyncio.TaskGroup`'s `ExceptionGroup` that holds one), and the last
+    ended the process, the members of the exception groups in it (`ValueError` is met by
+    an `asyncio.TaskGroup`'s `ExceptionGroup` that holds one), and the last
     traceback printed where it went on after one."""
     last = outcome.last_traceback
-    printed = (*outcome.exceptions, *outcome.members)
-    return (*printed, last) if last is not None else printed
+    # A group's members, the one that ended it and one in the chain (`raise RuntimeError(
+    # ...) from group`), as the chain's own exceptions are: each was printed.
+    chained = [m for link in outcome.chain[:-1] for m in link.members]
+    printed: list[ChainLink | GroupMember] = [*outcome.exceptions, *outcome.members, *chained]
+    if last is not None:
+        printed.append(last)
+    return tuple(printed)
 
 
 def _no_signal(outcome: Outcome) -> str:

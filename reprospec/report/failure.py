@@ -19,6 +19,7 @@ from reprospec.core.results import (
     Outcome,
     RunResult,
     alike,
+    group_named,
 )
 from reprospec.core.words import (
     NOT_RUN,
@@ -483,7 +484,7 @@ def chain_lines(outcome: Outcome) -> list[str]:
     previous: str | None = None
     for link in outcome.chain:
         message = clean_log(link.message or "").strip().split("\n")[0]
-        text = inline_code(link.type)
+        text = inline_code(group_named(link.type, link.members) or link.type)
         if message:
             text += f": {inline_code(shorten(message, 200))}"
         if previous == "cause":

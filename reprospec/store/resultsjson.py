@@ -33,6 +33,7 @@ from reprospec.core.results import (
     ChainLink,
     ChildWarning,
     CrashedChild,
+    GroupMember,
     InstanceResult,
     NotRun,
     Outcome,
@@ -142,6 +143,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
                 text(link.get("type")),
                 text_or_none(link.get("message")),
                 _LINKS.get(text(link.get("link"))),
+                _members(link),
             )
             for link in objects(d.get("chain"))
         ),
@@ -173,12 +175,17 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             if isinstance(frame := d.get("hung_in"), dict)
             else None
         ),
-        # Absent from a results.json (and a store's outcome) written before groups' members
-        # were read: () as for any exception that is no group.
-        members=tuple(
-            ChainLink(text(member.get("type")), text_or_none(member.get("message")))
-            for member in objects(d.get("members"))
-        ),
+        members=_members(d),
+    )
+
+
+def _members(d: JsonObject) -> tuple[GroupMember, ...]:
+    """An exception group's `members` (an outcome's, or a chain link's); () where absent: a
+    results.json (or a store's outcome) written before groups' members were read, or an
+    exception that is no group."""
+    return tuple(
+        GroupMember(text(member.get("type")), text_or_none(member.get("message")))
+        for member in objects(d.get("members"))
     )
 
 

@@ -35,6 +35,12 @@ _PROGRAM = textwrap.dedent(
             raise ExceptionGroup("inner", [TypeError("t\\nmore of it")])
         except ExceptionGroup as inner:
             raise ExceptionGroup("outer", [inner, OSError("o")]) from None
+    elif kind == "wrapped":
+        # A library's own error raised from the TaskGroup's: the group is the chain's cause.
+        try:
+            asyncio.run(main(ValueError("boom")))
+        except ExceptionGroup as group:
+            raise RuntimeError("request failed") from group
     elif kind == "hidden":
         # A CLI that hides its tracebacks: the group prints its lines, with no header.
         sys.tracebacklimit = 0
@@ -51,7 +57,7 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
     (tmp_path / "groups.py").write_text(_PROGRAM)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base, hidden]\n"
+        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base, hidden, wrapped]\n"
         "command: python groups.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: error\n  exception: ValueError\n  message: '^boom$'\n"
         "  cases:\n"
@@ -89,6 +95,7 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
             "error:ExceptionGroup[ValueError]",
             [{"type": "ValueError", "message": "boom"}],
         ),
+        "kind=wrapped": ("RuntimeError", "error:RuntimeError", None),
         "kind=base": (
             "BaseExceptionGroup",
             "error:BaseExceptionGroup[KeyboardInterrupt]",
@@ -96,6 +103,11 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
         ),
     }, said
     assert "error exit 1 ExceptionGroup[ValueError]" in result.stdout
+    cause = outcomes["kind=wrapped"]["chain"][0]
+    assert (cause["type"], cause["members"]) == (
+        "ExceptionGroup",
+        [{"type": "ValueError", "message": "boom"}],
+    )
     report = (result.latest_run() / "report.md").read_text()
     assert "- `ValueError`: `boom`" in report
     assert "- `error:ExceptionGroup[KeyError]` (1 attempt)" in report

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.results import ChainLink, Outcome, group_named
+from reprospec.core.results import ChainLink, GroupMember, Outcome, group_named
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import parse_chain, recorded_chain
-from reprospec.report.failure import member_lines
+from reprospec.report.failure import chain_lines, member_lines
 from reprospec.store.compare import _same_outcomes
 from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
 from tests.support.plans import execution_in
@@ -161,7 +161,7 @@ def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
 ) -> None:
     outcome = _failed_with(tmp_path, TASK_GROUP)
     assert outcome.exception == "ExceptionGroup"
-    assert outcome.members == (ChainLink("ValueError", "boom"),)
+    assert outcome.members == (GroupMember("ValueError", "boom"),)
     assert outcome.signature == "error:ExceptionGroup[ValueError]"
     assert outcome_phrase(outcome) == "error exit 1 ExceptionGroup[ValueError]"
     assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
@@ -172,10 +172,28 @@ def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
     assert member_lines(outcome) == ["`ValueError`: `boom`"]
 
 
+def test_a_group_in_a_chain_keeps_its_members_and_expect_meets_them() -> None:
+    cause = ChainLink(
+        "ExceptionGroup", "c (1 sub-exception)", "cause", (GroupMember("ValueError", "boom"),)
+    )
+    outcome = Outcome(
+        "error",
+        exit_code=1,
+        exception="RuntimeError",
+        message="wrapped",
+        chain=(cause, ChainLink("RuntimeError", "wrapped")),
+    )
+    assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
+    assert judge_attempt(outcome, Expectation("error", message="^boom$")).matched
+    assert not judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
+    assert outcome_from_dict(outcome_to_dict(outcome)) == outcome
+    assert chain_lines(outcome)[0] == "`ExceptionGroup[ValueError]`: `c (1 sub-exception)`"
+
+
 def test_groups_of_different_members_have_different_signatures() -> None:
-    value = group_named("ExceptionGroup", (ChainLink("ValueError"),))
-    key = group_named("ExceptionGroup", (ChainLink("KeyError"), ChainLink("KeyError")))
-    both = group_named("ExceptionGroup", (ChainLink("ValueError"), ChainLink("KeyError")))
+    value = group_named("ExceptionGroup", (GroupMember("ValueError"),))
+    key = group_named("ExceptionGroup", (GroupMember("KeyError"), GroupMember("KeyError")))
+    both = group_named("ExceptionGroup", (GroupMember("ValueError"), GroupMember("KeyError")))
     assert (value, key, both) == (
         "ExceptionGroup[ValueError]",
         "ExceptionGroup[KeyError]",
@@ -190,7 +208,7 @@ def test_members_are_stored_and_an_older_outcome_reads_with_none() -> None:
         exit_code=1,
         exception="ExceptionGroup",
         signature="error:ExceptionGroup[ValueError]",
-        members=(ChainLink("ValueError", "boom"),),
+        members=(GroupMember("ValueError", "boom"),),
     )
     stored = outcome_to_dict(outcome)
     assert stored["members"] == [{"type": "ValueError", "message": "boom"}]
