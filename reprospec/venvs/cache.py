@@ -156,6 +156,11 @@ def _unreadable(folder: Path) -> str:
         return f"its {META} is not JSON ({exc})"
     if not isinstance(data, dict):
         return f"its {META} is not a JSON object"
+    python = folder / "bin" / "python"
+    if python.is_symlink():
+        # The interpreter it was built on was removed since (a pyenv version uninstalled).
+        with contextlib.suppress(OSError):
+            return f"its bin/python links to {python.readlink()}, which is gone"
     return "it has no bin/python"
 
 

@@ -96,3 +96,26 @@ def test_an_unreadable_environment_is_listed_and_pruned(
     assert "removed 1 environment," in done.stderr
     assert not built.path.exists()
     assert (root / "notes" / "todo.txt").read_text() == "keep me\n"
+
+
+def test_an_environment_whose_interpreter_is_gone_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interpreter a venv was built on removed since (a pyenv version uninstalled): its
+    bin/python links to nothing. It was left out of list and prune like an unreadable one;
+    it is listed, saying where its interpreter was."""
+    for key, value in uv_environment().items():
+        monkeypatch.setenv(key, value)
+    root = tmp_path / "envs"
+    request = venvs.EnvRequest(venvs.find_interpreter(None), (), venvs.user_index_config())
+    built = venvs.ensure_env(request, root)
+    python = built.path / "bin" / "python"
+    python.unlink()
+    python.symlink_to(tmp_path / "gone" / "python3")
+    (listed,) = venvs.list_envs(root)
+    assert (
+        listed.unreadable
+        == f"its bin/python links to {tmp_path / 'gone' / 'python3'}, which is gone"
+    )
+    assert venvs.prune_envs(root) == [listed]
+    assert not built.path.exists()
