@@ -38,6 +38,7 @@ from reprospec.core.results import (
     Rate,
     SetAside,
     VerdictKind,
+    group_named,
 )
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import format_size
@@ -211,7 +212,8 @@ def outcome_phrase(
         # exited its own way. Not a hang's: `hang (last traceback: PermissionError)` named a
         # child's error, ended long before, as the hang, where its process slept on in its
         # own code; the report says where it hung and quotes the traceback apart.
-        parts.append(f"(last traceback: {outcome.last_traceback.type})")
+        printed = outcome.last_traceback
+        parts.append(f"(last traceback: {group_named(printed.type, printed.members)})")
     if message:
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
     if outcome.where == "worker":

@@ -589,7 +589,11 @@ def classify(
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
         last_traceback=(
-            ChainLink(last_traceback.type, last_traceback.message)
+            ChainLink(
+                last_traceback.type,
+                last_traceback.message,
+                members=tuple(GroupMember(m.type, m.message) for m in last_traceback.members),
+            )
             if failed and last_traceback is not None
             else None
         ),

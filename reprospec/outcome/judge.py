@@ -32,6 +32,7 @@ from reprospec.core.results import (
     RunResult,
     Verdict,
     VerdictKind,
+    group_named,
 )
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import RateBound
@@ -101,7 +102,8 @@ def judge_attempt(
     ):
         got_exception = outcome.named_exception or "none"
         if outcome.last_traceback is not None and not outcome.exception:
-            got_exception += f" (last traceback: {outcome.last_traceback.type})"
+            printed = outcome.last_traceback
+            got_exception += f" (last traceback: {group_named(printed.type, printed.members)})"
         misses.append(mismatch("exception", expectation.exception, got_exception))
     if expectation.message is not None:
         miss = _message_miss(expectation.message, outcome, evidence)
@@ -364,7 +366,7 @@ def _printed(outcome: Outcome) -> tuple[ChainLink | GroupMember, ...]:
     chained = [m for link in outcome.chain[:-1] for m in link.members]
     printed: list[ChainLink | GroupMember] = [*outcome.exceptions, *outcome.members, *chained]
     if last is not None:
-        printed.append(last)
+        printed += [last, *last.members]
     return tuple(printed)
 
 

@@ -457,7 +457,8 @@ def last_traceback_line(outcome: Outcome, short: Callable[[str], str] = str) -> 
     if printed is None:
         return ""
     message = clean_log(printed.message or "").strip().split("\n")[0]
-    text = f"{printed.type}: {message}" if message else printed.type
+    named = group_named(printed.type, printed.members) or printed.type
+    text = f"{named}: {message}" if message else named
     return inline_code(short(shorten(text, 200)))
 
 

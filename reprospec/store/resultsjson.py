@@ -90,7 +90,10 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["injected"] = outcome.injected
     if outcome.last_traceback is not None:
         printed = outcome.last_traceback
-        out["last_traceback"] = {"type": printed.type, "message": printed.message}
+        last: JsonObject = {"type": printed.type, "message": printed.message}
+        if printed.members:
+            last["members"] = [{"type": m.type, "message": m.message} for m in printed.members]
+        out["last_traceback"] = last
     if outcome.crashed_child is not None:
         out["crashed_child"] = outcome.crashed_child.to_dict()
     if outcome.oom_killed:
@@ -151,7 +154,11 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         cmdline=text_or_none(d.get("cmdline")),
         injected=text_or_none(d.get("injected")),
         last_traceback=(
-            ChainLink(text(printed.get("type")), text_or_none(printed.get("message")))
+            ChainLink(
+                text(printed.get("type")),
+                text_or_none(printed.get("message")),
+                members=_members(printed),
+            )
             if isinstance(printed := d.get("last_traceback"), dict)
             else None
         ),

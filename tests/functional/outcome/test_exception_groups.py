@@ -41,6 +41,14 @@ _PROGRAM = textwrap.dedent(
             asyncio.run(main(ValueError("boom")))
         except ExceptionGroup as group:
             raise RuntimeError("request failed") from group
+    elif kind == "logged":
+        # A CLI that logs the failure and exits 2: the group is the last traceback printed.
+        import logging
+        try:
+            asyncio.run(main(ValueError("boom")))
+        except ExceptionGroup:
+            logging.exception("request failed")
+            sys.exit(2)
     elif kind == "hidden":
         # A CLI that hides its tracebacks: the group prints its lines, with no header.
         sys.tracebacklimit = 0
@@ -57,7 +65,8 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
     (tmp_path / "groups.py").write_text(_PROGRAM)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "reprospec: 1\nname: groups\nmatrix:\n  kind: [value, key, nested, base, hidden, wrapped]\n"
+        "reprospec: 1\nname: groups\nmatrix:\n"
+        "  kind: [value, key, nested, base, hidden, wrapped, logged]\n"
         "command: python groups.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: error\n  exception: ValueError\n  message: '^boom$'\n"
         "  cases:\n"
@@ -96,6 +105,7 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
             [{"type": "ValueError", "message": "boom"}],
         ),
         "kind=wrapped": ("RuntimeError", "error:RuntimeError", None),
+        "kind=logged": (None, "error:exit-2", None),
         "kind=base": (
             "BaseExceptionGroup",
             "error:BaseExceptionGroup[KeyboardInterrupt]",
@@ -103,6 +113,8 @@ def test_a_groups_members_are_its_outcomes_and_expect_exception_meets_them(
         ),
     }, said
     assert "error exit 1 ExceptionGroup[ValueError]" in result.stdout
+    logged = outcomes["kind=logged"]["last_traceback"]
+    assert logged["members"] == [{"type": "ValueError", "message": "boom"}], logged
     cause = outcomes["kind=wrapped"]["chain"][0]
     assert (cause["type"], cause["members"]) == (
         "ExceptionGroup",

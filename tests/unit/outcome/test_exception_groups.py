@@ -190,6 +190,23 @@ def test_a_group_in_a_chain_keeps_its_members_and_expect_meets_them() -> None:
     assert chain_lines(outcome)[0] == "`ExceptionGroup[ValueError]`: `c (1 sub-exception)`"
 
 
+def test_a_group_logged_before_another_exit_keeps_its_members(tmp_path: Path) -> None:
+    # `logging.exception` of a TaskGroup's failure, then `sys.exit(2)`: the last traceback
+    # printed, no exception of the outcome; its members still say which bug it was.
+    (tmp_path / "stderr.log").write_text("ERROR:root:request failed\n" + TASK_GROUP)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 2))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception is None
+    assert outcome.last_traceback is not None
+    assert outcome.last_traceback.members == (GroupMember("ValueError", "boom"),)
+    assert outcome_phrase(outcome) == "error exit 2 (last traceback: ExceptionGroup[ValueError])"
+    assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
+    assert not judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
+    assert outcome_from_dict(outcome_to_dict(outcome)) == outcome
+
+
 def test_groups_of_different_members_have_different_signatures() -> None:
     value = group_named("ExceptionGroup", (GroupMember("ValueError"),))
     key = group_named("ExceptionGroup", (GroupMember("KeyError"), GroupMember("KeyError")))
