@@ -105,8 +105,9 @@ def probe_key(role: str, program: str) -> str:
 
 
 def program_of(key: str) -> str:
-    """The program's key of a stored probe's `probe_key`."""
-    return key.split(":", 1)[1]
+    """The program's key of a stored probe's `probe_key` (a key without its role, as
+    written by hand or by no version, is taken whole rather than raise on resume)."""
+    return key.split(":", 1)[-1]
 
 
 def candidate_folder(folder: Path, program: str) -> Path:
