@@ -279,7 +279,11 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     from reprospec.venvs.build import EnvBuildError, find_interpreter
 
     if given is not None or needs is None or needs.runner != "venv" or needs.python is None:
-        return [_Interpreter(given or sys.executable, needs=needs)], None
+        # On the venv runner, said: the header named a path alone, read as what the cells
+        # run, where each runs in a venv of its own packages built on it.
+        venv = needs is not None and needs.runner == "venv"
+        whose = " (the venv runner builds each cell's venv on it)" if venv else ""
+        return [_Interpreter(given or sys.executable, whose, needs)], None
     wanted = [(p, cells) for p, cells in needs.pythons if p is not None] or [(needs.python, ())]
     several = len(wanted) > 1
     # Each interpreter found, with the pythons and cells of it: two pythons that name one

@@ -175,3 +175,17 @@ def test_with_a_spec_the_venv_runner_still_needs_uv(cli: Cli, tmp_path: Path) ->
     assert checks["uv"]["status"] == "fail", checks.get("uv")
     assert checks["venv-packages"]["status"] == "warn", checks["venv-packages"]
     assert "uv is not installed" in checks["venv-packages"]["why"]
+
+
+def test_the_header_says_the_venv_runner_builds_on_the_interpreter(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Where the spec names no python, the header named the path alone, read as what the
+    cells run, where each runs in a venv of its own packages built on it."""
+    _spec(tmp_path, "'1.0'")
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    done = cli("doctor", "s.yaml", "--runner", "venv", env=env, cwd=tmp_path)
+    assert done.stdout.splitlines()[0].endswith(
+        "for s.yaml (the venv runner builds each cell's venv on it)"
+    ), done.stdout
