@@ -2582,42 +2582,63 @@ def _senders_paths(
     )
 
 
-# The folders of an environment's programs' folder: a virtual environment's (`.venv`,
-# `~/.virtualenvs/t`), a user's (`~/.local`), pyenv's and conda's (`miniconda3/envs/t`).
-_ENVIRONMENT_FOLDERS = frozenset(
-    {".venv", "venv", "env", ".env", ".virtualenvs", "virtualenvs", "envs", ".local",
-     ".pyenv", "miniconda3", "anaconda3", "miniforge3", "mambaforge", "conda", ".conda"}
-)  # fmt: skip
-
-
-# A folder named as an environment is (`~/torch-env`, `.venv-py311`, `~/venvs`), `env` a word
-# of its name (not `glenville` or `environmental-models`), or as a conda install is
-# (`~/miniconda`, `~/anaconda`, `micromamba`), numbered or not.
+# What a Python environment's folder holds, the one that holds its `bin` (`Scripts`): a
+# virtual environment's `pyvenv.cfg`, a conda environment's or install's `conda-meta`, the
+# `site-packages` of any installed Python's prefix (pyenv's `versions/3.11.4`, a user's
+# `~/.local`); virtualenv's old `bin/activate`.
+_ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta", "lib/python3*/site-packages", "Lib/site-packages")
+# Where the path is not on this machine, what an environment's folder is named: a virtual
+# environment's by the names `python -m venv` is given (`.venv`, `venv`, `env`, `myenv`,
+# `torch-env`, `.venv-py311`, `venv3.11`: `env` or `venv` ending its name, before a
+# version, or `venv` beginning it; `env-setup` and `dev-env-tools` are a project's), a
+# user's `.local`, a conda install's (`miniconda3`, `~/anaconda`, `micromamba`)...
 _ENVIRONMENT_NAMED = re.compile(
-    r"(?i)(?:^|[-_.])v?envs?(?:$|[-_.\d])|^(?:miniconda|anaconda|miniforge|micromamba|mambaforge)"
+    r"(?i)^(?:.*env|\.?venv.*)(?:[-_.]?(?:py)?\d[\d.]*)?$|^\.local$"
+    r"|^\.?(?:miniconda|anaconda|miniforge|mambaforge|micromamba|conda)\d*$"
 )
+# ... or the folder holding it (`miniconda3/envs/t`, `~/.virtualenvs/t`, `~/venvs/t`), pyenv's
+# `~/.pyenv/versions/3.11.4` (a project's `versions/v1` is none).
+_ENVIRONMENTS_FOLDERS = frozenset({"envs", ".virtualenvs", "virtualenvs", "venvs", ".venvs"})
+# The console scripts Python environments install that no project ships in its own `bin`
+# (review): one is the environment's wherever it stands. A shell, srun or mpirun in a
+# `bin` is a build of them (`~/openmpi-4.1/bin/mpirun`), not an environment's.
+_CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "lightning"})
 
 
 def _environments_script(parts: tuple[str, ...]) -> bool:
     """Whether a program's path (its `Path.parts`) is an environment's console script: in
-    a `bin` (`Scripts` after a Windows drive) with an environment's folder above it
-    (`~/.venv/bin/torchrun`, `miniconda3/envs/t/bin/x`), or one whose name has `env` in it
-    (`~/torch-env`, `~/venvs/t`) or starts as a conda install's (`~/miniconda/bin`), or
-    beside an `activate`, or one of `_PROGRAMS` by its name (`~/x/bin/torchrun`). A
-    project's own `scripts/run.sh` or `bin/train`, and `~/bin/mytool`, are no such."""
+    a `bin` (`Scripts` after a Windows drive) of a Python environment's folder. Where that
+    folder is on this machine, what it holds says (`_ENVIRONMENT_MARKS`); elsewhere its
+    name (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`)
+    or its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`), or the script's
+    (`~/x/bin/torchrun`). A project's own `scripts/run.sh` or `bin/train`, `~/bin/mytool`,
+    `~/env-setup/bin/deploy` and `~/openmpi/bin/mpirun` are no such."""
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
-    if folder != "bin" and not (windows and folder == "scripts"):
+    if (folder != "bin" and not (windows and folder == "scripts")) or len(parts) < 4:
         return False
-    above = {part.lower() if windows else part for part in parts[1:-2]}
+    prefix = Path(*parts[:-2])
+    if _exists(prefix):
+        return _exists(Path(*parts[:-1]) / "activate") or any(
+            _globbed(prefix, mark) for mark in _ENVIRONMENT_MARKS
+        )
     name = re.sub(r"(?i)\.exe$", "", parts[-1])
+    holders = [part.lower() if windows else part for part in parts[1:-3]]
     return (
-        name in _PROGRAMS  # no project ships its own `bin/torchrun` (review)
-        or bool(above & _ENVIRONMENT_FOLDERS)
-        # the two folders above `bin` only: a home folder's name says nothing
-        or any(_ENVIRONMENT_NAMED.search(part) for part in parts[max(1, len(parts) - 4) : -2])
-        or _exists(Path(*parts[:-1]) / "activate")
+        name in _CONSOLE_SCRIPTS
+        or _ENVIRONMENT_NAMED.search(parts[-3]) is not None
+        or any(holder in _ENVIRONMENTS_FOLDERS for holder in holders[-1:])
+        or holders[-2:] == [".pyenv", "versions"]
     )
+
+
+def _globbed(folder: Path, pattern: str) -> bool:
+    """Whether `pattern` names something in `folder` (`~` read as this user's home); False
+    where the folder cannot be read."""
+    try:
+        return next(folder.expanduser().glob(pattern), None) is not None
+    except (OSError, ValueError, RuntimeError):
+        return False
 
 
 def _respelled(head: str, changed: list[tuple[int, str, str]]) -> str:

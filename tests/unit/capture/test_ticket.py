@@ -17,7 +17,7 @@ import yaml
 import reprospec
 from reprospec.capture.envblock import parse_machine
 from reprospec.capture.fromlog import compare_machine, log_text, skeleton
-from reprospec.capture.ticket import Ticket, read_ticket
+from reprospec.capture.ticket import Ticket, _environments_script, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
 from tests.support.paths import DATA
@@ -2767,14 +2767,27 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     # item, where the run looked a bare `run.sh` up on PATH (command not found).
     # `env` only as a word of one of the two folders above bin: not a home folder's name
     # (glenville) or a project's (environmental-models) (final read).
+    # Nor is a folder with `env` as a word of its name that is no environment's name
+    # (`env-setup`, `dev-env-tools`), nor a build's shell, srun or mpirun in its `bin`:
+    # they were written by their names, a program the reader's PATH has, or lacks.
     for own in (
         "/home/alice/proj/scripts/run.sh",
         "/home/alice/proj/bin/train.sh",
         "/home/glenville/proj/bin/train.sh",
         "/data/environmental-models/bin/simulate.sh",
+        "/home/alice/env-setup/bin/deploy.sh",
+        "/home/alice/dev-env-tools/bin/lint.sh",
+        "/home/alice/proj/bin/bash train.py",
+        "/home/alice/openmpi-4.1/bin/mpirun -n 2 python train.py",
+        "/home/alice/slurm/bin/srun python train.py",
     ):
         project = read(f"timeout 60 {own}")
-        assert (project.command, project.sender_paths) == (f"timeout 60 {own}", (own,))
+        path = own.split()[0]
+        assert (project.command, project.sender_paths) == (f"timeout 60 {own}", (path,))
+    # Environments by the names `python -m venv` is given, pyenv's versions.
+    for prefix in ("/home/alice/myenv", "/home/alice/venv3.11", "/home/a/.pyenv/versions/3.11.4"):
+        uv = read(f"{prefix}/bin/uv run /home/alice/proj/train.py")
+        assert (uv.command, uv.sender_paths) == ("uv run train.py", ()), prefix
     # A user's AppData in any case is theirs, not their project's.
     cache = read("python train.py --cache c:/users/me/appdata/local/cache")
     assert cache.sender_paths == ()
@@ -2792,6 +2805,26 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     assert said == [
         "the command's /home/a/p/train.py: the sender's path; train.py under this folder"
     ]
+
+
+def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) -> None:
+    # Where the program's folder is here, what it holds says whether it is an environment's,
+    # whatever its name: a venv's pyvenv.cfg, conda's conda-meta, an installed Python's
+    # site-packages, virtualenv's activate. A project's `tools-env/bin` holds none of them,
+    # and `torchrun` in a folder that is no environment is the project's own.
+    marks = {
+        "tools": "pyvenv.cfg",
+        "miniforge": "conda-meta/history",
+        "py": "lib/python3.11/site-packages/x.pth",
+        "old": "bin/activate",
+    }
+    for folder, mark in marks.items():
+        (tmp_path / folder / mark).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / mark).write_text("")
+        assert _environments_script((tmp_path / folder / "bin" / "x").parts), folder
+    (tmp_path / "tools-env" / "bin").mkdir(parents=True)
+    for program in ("x", "torchrun"):
+        assert not _environments_script((tmp_path / "tools-env" / "bin" / program).parts)
 
 
 def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:
