@@ -440,7 +440,9 @@ def _amplify(
             command_line=options.command_line,
             chosen=chosen.reason if chosen.total > 1 else "",
             rerun_options=rerun_words(options.run),
-            overrides=tuple(options.run.overrides),
+            # A secret's `--set` as the run's command line writes it, `${{ env.NAME }}`: it
+            # still runs (`***`, what redactor.value made of it, was refused as YAML).
+            overrides=tuple(map(redactor.override, options.run.overrides)),
             cells=chosen.total,
             unforked=_unforked(answered, run_options.out, fresh) if fresh is not None else "",
             budget_said=argument("--budget", "budget"),
