@@ -257,20 +257,13 @@ def read_outside(
     return tuple(found)
 
 
-# Where the machine's own files are: what every program opens (the interpreter, its
-# libraries, locales, certificates, /proc), not the program's data.
-_SYSTEM = (
-    "/usr/",
-    "/lib",
-    "/bin/",
-    "/sbin/",
-    "/etc/",
-    "/proc/",
-    "/sys/",
-    "/dev/",
-    "/run/",
-    "/var/",
-)
+# The first folders of the machine's own files: what every program opens (the interpreter,
+# its libraries, locales, certificates, /proc, Nix's store), the same on every machine, not
+# the program's data. The one list: a ticket's paths under them are no sender's either.
+MACHINE_FOLDERS = frozenset(
+    {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "sys",
+     "var", "run", "boot", "nix"}
+)  # fmt: skip
 
 
 _INTERPRETER_LIB = Lazy(INTERPRETER_LIB)
@@ -282,7 +275,9 @@ def _the_programs(path: Path, before: float) -> bool:
     folders, nor under a hidden folder but `.config` (caches, `.git`, tool state)."""
     text = str(path)
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    if text.startswith(_SYSTEM) or any(text.startswith(p + "/") for p in prefixes):
+    if path.parts[1:2] and path.parts[1] in MACHINE_FOLDERS:
+        return False  # `/lib64/...`, where `/lib` began `/library/data.csv` too
+    if any(text.startswith(p + "/") for p in prefixes):
         return False
     parts = path.parts[:-1]
     if any(p.startswith(".") and p != ".config" for p in parts):

@@ -23,6 +23,7 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import NamedTuple
 
+from reprospec.capture.datafiles import MACHINE_FOLDERS
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
@@ -2489,15 +2490,19 @@ def _program_at(words: list[str]) -> int | None:
     return at if at is not None and at < len(words) else None
 
 
-# The first folders of a path that is the system's, the same on every machine, or a run's
-# scratch (`/tmp/out`): never the sender's project, and never looked for in the workdir.
-_SYSTEM_FOLDERS = frozenset(
-    {"usr", "bin", "sbin", "lib", "lib32", "lib64", "etc", "dev", "proc", "sys", "tmp", "var",
-     "run", "boot", "opt", "nix",
-     # Windows' (a drive's first folder, compared lower-case), whose prompts' backslashes
-     # the command reader wrote as slashes (`C:/Users/me/proj/train.py`).
-     "windows", "program files", "program files (x86)", "programdata"}
-)  # fmt: skip
+# The first folders of a path that is the system's, the same on every machine
+# (`MACHINE_FOLDERS`), installed software's (`/opt`) or a run's scratch (`/tmp/out`): never
+# the sender's project, and never looked for in the workdir.
+_SYSTEM_FOLDERS = MACHINE_FOLDERS | {
+    "tmp",
+    "opt",
+    # Windows' (a drive's first folder, compared lower-case), whose prompts' backslashes
+    # the command reader wrote as slashes (`C:/Users/me/proj/train.py`).
+    "windows",
+    "program files",
+    "program files (x86)",
+    "programdata",
+}
 # An absolute path: POSIX's, a Windows drive's as the command reader writes it, or one
 # in the sender's home (`~/proj/train.py`, which the reader's shell makes their own home's).
 _ABSOLUTE = re.compile(r"^(?:/|~/|[A-Za-z]:/)")
@@ -2554,11 +2559,10 @@ def _senders_paths(
             ),
             None,
         )
-        if here is None and index == program and _environments_script(parts):
+        if here is None and index == program and (name := _environments_script(parts)):
             # An environment's console script (`~/.venv/bin/torchrun`, `~/.local/bin/x`,
             # `miniconda3/envs/t/bin/deepspeed`, Windows' `Scripts`): by its name, as
             # _run_python writes the interpreter, which the run's environment provides.
-            name = re.sub(r"(?i)\.exe$", "", parts[-1])
             named.append(path)
             changed.append((index, "", name))
             continue
@@ -2605,8 +2609,9 @@ _ENVIRONMENTS_FOLDERS = frozenset({"envs", ".virtualenvs", "virtualenvs", "venvs
 _CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "lightning"})
 
 
-def _environments_script(parts: tuple[str, ...]) -> bool:
-    """Whether a program's path (its `Path.parts`) is an environment's console script: in
+def _environments_script(parts: tuple[str, ...]) -> str | None:
+    """The name a program's path (its `Path.parts`) is run by (Windows' `torchrun.exe` as
+    `torchrun`) where it is an environment's console script, else None: in
     a `bin` (`Scripts` after a Windows drive) of a Python environment's folder. Where that
     folder is on this machine, what it holds says (`_ENVIRONMENT_MARKS`); elsewhere its
     name (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`)
@@ -2616,20 +2621,22 @@ def _environments_script(parts: tuple[str, ...]) -> bool:
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
     if (folder != "bin" and not (windows and folder == "scripts")) or len(parts) < 4:
-        return False
+        return None
+    name = re.sub(r"(?i)\.exe$", "", parts[-1])
     prefix = Path(*parts[:-2])
     if _exists(prefix):
-        return _exists(Path(*parts[:-1]) / "activate") or any(
+        holds = _exists(Path(*parts[:-1]) / "activate") or any(
             _globbed(prefix, mark) for mark in _ENVIRONMENT_MARKS
         )
-    name = re.sub(r"(?i)\.exe$", "", parts[-1])
+        return name if holds else None
     holders = [part.lower() if windows else part for part in parts[1:-3]]
-    return (
+    named = (
         name in _CONSOLE_SCRIPTS
         or _ENVIRONMENT_NAMED.search(parts[-3]) is not None
         or any(holder in _ENVIRONMENTS_FOLDERS for holder in holders[-1:])
         or holders[-2:] == [".pyenv", "versions"]
     )
+    return name if named else None
 
 
 def _globbed(folder: Path, pattern: str) -> bool:

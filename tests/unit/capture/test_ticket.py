@@ -2821,10 +2821,13 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
     for folder, mark in marks.items():
         (tmp_path / folder / mark).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / mark).write_text("")
-        assert _environments_script((tmp_path / folder / "bin" / "x").parts), folder
+        assert _environments_script((tmp_path / folder / "bin" / "x").parts) == "x", folder
     (tmp_path / "tools-env" / "bin").mkdir(parents=True)
     for program in ("x", "torchrun"):
-        assert not _environments_script((tmp_path / "tools-env" / "bin" / program).parts)
+        assert _environments_script((tmp_path / "tools-env" / "bin" / program).parts) is None
+    # Elsewhere, Windows' `.exe` is no part of the name the command runs it by.
+    windows = ("C:", "Users", "me", "miniconda3", "envs", "t", "Scripts", "torchrun.exe")
+    assert _environments_script(windows) == "torchrun"
 
 
 def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:
