@@ -1084,10 +1084,13 @@ class Minimization:
         original's run as many times (a round, one attempt a cell, at a time, until they
         print it too), once per search. Where the budget has no room for them, the type
         counts once seen in two passes (`_new_passing`)."""
-        if not self._passing_relooked and self._unexplained(judging):
+        unexplained = bool(self._unexplained(judging))
+        if not self._passing_relooked and unexplained:
             self._passing_relooked = True
             self._relook_left = self.passing_needed()
-        if self._relook_left > 0 and left >= self.settings.passing:
+        # Only for a program that asks: rounds the reduction's budget cut short would
+        # otherwise spend the final check's share on a result whose passes printed nothing.
+        if unexplained and self._relook_left > 0 and left >= self.settings.passing:
             self._relook_left -= 1
             return Probe(self.original.key, "passing", self.settings.passing)
         return None

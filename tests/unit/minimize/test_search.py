@@ -1522,22 +1522,28 @@ def test_a_traceback_the_original_s_passing_cell_prints_now_and_then_rejects_no_
     assert search.result.program == fine
 
 
-def _final_strays(budget: int, strays: Callable[[int], int]) -> MinimizeResult:
+def _final_strays(
+    budget: int, strays: Callable[[int], int], *, reduction_stray: bool = False
+) -> MinimizeResult:
     """A search of one candidate, `fine`, accepted in the reduction, with two passing cells,
     whose final check's rounds of them (counted from 1) print BrokenPipeError in as many
     cells as `strays` says, as the original's first cell does whenever it runs in the final
-    check: a traceback it prints now and then."""
+    check: a traceback it prints now and then. `reduction_stray`: `fine`'s last round in
+    the reduction prints it too, in one cell."""
     original = program("import sys\nsys.exit(1)\n")
     fine = program("import sys\nsys.exit(1)\n\n")
     search = Minimization(original, Settings(passing=2, budget=budget), proposing(fine))
-    final = 0
+    final = rounds = 0
     while search.result is None:
         for probe in search.next_probes():
             if probe.role == "passing":
                 late = search._phase == "final-passing"
                 final += late and probe.key == fine.key
+                rounds += search._phase == "reduce" and probe.key == fine.key
                 cells = (probe.key == original.key) if late else 0
                 cells = strays(final) if late and probe.key == fine.key else cells
+                last = search._phase == "reduce" and rounds == search.passing_needed()
+                cells = 1 if reduction_stray and last and probe.key == fine.key else cells
                 printed = [("BrokenPipeError",) if cell < cells else () for cell in range(2)]
                 search.record(probe, ["pass", "pass"], "", printed)
             else:
@@ -1573,6 +1579,19 @@ def test_with_no_budget_left_a_stray_traceback_seen_once_rejects_nothing_twice_d
     twice = _final_strays(least, lambda n: 2 * (n == 5))
     assert twice.status == "unconfirmed", twice.message
     assert "passed printing BrokenPipeError" in twice.message
+
+
+def test_a_look_again_the_reduction_had_no_room_for_is_not_spent_on_a_quiet_result() -> None:
+    # `fine`'s last pass in the reduction printed a stray traceback, and no round of the
+    # original's passing cells fitted before the final check's share: seen once, it was
+    # kept. The rounds left then ran in the final check, though the result's passes there
+    # printed nothing, spending the final check's share of the budget on them.
+    least = _final_strays(1000, lambda _: 0).attempts + 1
+    result = _final_strays(least, lambda _: 0, reduction_stray=True)
+    assert result.status == "minimized", result.message
+    assert result.same_failure is not None
+    assert result.same_failure.passing_relooked == 0
+    assert result.passing_checked.passed == 10  # the final check's 5 rounds of its 2 cells, whole
 
 
 def test_a_name_bound_in_another_function_hides_no_builtin_from_a_message() -> None:
