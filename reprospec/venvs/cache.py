@@ -101,10 +101,12 @@ def list_envs(root: Path) -> list[EnvInfo]:
     if not root.is_dir():
         return out
     for folder in root.iterdir():
-        if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+        if folder.name.startswith(".") or not folder.is_dir():
             continue
         meta = read_meta(folder)
-        unreadable = _unreadable(folder) if meta is None else ""
+        # (a link to a folder elsewhere is listed where it is a whole environment, as before,
+        # never taken for a broken one: pruning it would move the link alone)
+        unreadable = _unreadable(folder) if meta is None and not folder.is_symlink() else ""
         if meta is None and not unreadable:
             continue  # no environment's folder: not ours to list, nor to remove
         request = (meta or {}).get("request")
