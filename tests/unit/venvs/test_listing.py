@@ -1,0 +1,37 @@
+"""What `envs list` takes for an environment, of folders made by hand (no venv built)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprospec import venvs
+
+
+def _environment(folder: Path, meta: str | None) -> Path:
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").write_text("")
+    (folder / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    if meta is not None:
+        (folder / venvs.META).write_text(meta)
+    return folder
+
+
+def test_a_link_to_a_whole_environment_is_listed_and_a_link_to_a_broken_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """A link in the environments folder to an environment kept elsewhere is listed as it
+    was; a link to a folder whose description cannot be read is not taken for a broken
+    environment (pruning it would move the link alone)."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    whole = _environment(tmp_path / "elsewhere" / "whole", meta)
+    broken = _environment(tmp_path / "elsewhere" / "broken", "{bad")
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "0123456789abcdef").symlink_to(whole)
+    (root / "fedcba9876543210").symlink_to(broken)
+    _environment(root / "aaaaaaaaaaaaaaaa", "{bad")
+    listed = {env.key: env for env in venvs.list_envs(root)}
+    assert sorted(listed) == ["0123456789abcdef", "aaaaaaaaaaaaaaaa"]
+    assert listed["0123456789abcdef"].packages == ("six",)
+    assert listed["aaaaaaaaaaaaaaaa"].unreadable.startswith("its reprospec-env.json is not JSON")
