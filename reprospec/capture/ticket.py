@@ -317,10 +317,14 @@ _FATAL_RUN_ON = re.compile(
 # A live session's `Thread 1 "python" received signal SIGSEGV`, and a core's (`gdb PROG
 # core`): `Program terminated with signal SIGSEGV, Segmentation fault.`
 _GDB_SIGNAL = re.compile(
-    r"(?:(?:Thread \d+ .*?|Program) received|Program terminated with) signal "
+    r"(?:(?:Thread (?P<thread>\d+) .*?|Program) received|Program terminated with) signal "
     r"(?P<signal>SIG[A-Z0-9]+)",
     re.IGNORECASE,
 )
+# A core's thread that took the signal (`[Current thread is 1 (Thread 0x7f... (LWP 11682))]`),
+# and a thread's backtrace's header in `thread apply all bt` (`Thread 1 (Thread 0x7f... (LWP
+# 11682) "mt"):`), which prints the threads from the last one made to the first.
+_GDB_CURRENT_THREAD = re.compile(r"^\[Current thread is (?P<thread>\d+) ", re.MULTILINE)
 _GDB_FRAME = re.compile(
     r"^#(?P<n>\d+) +(?:0x[0-9a-f]+ in )?(?P<function>.+?)(?: (?:at|from) (?P<where>\S+))?$"
 )
@@ -1037,7 +1041,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
         # and a backtrace of its own, which were read.
         native_frames=_native_frames(
-            clean[gdb.start() if gdb else lldb[2] if lldb is not None else 0 :]
+            clean[_gdb_frames_at(clean, gdb) if gdb else lldb[2] if lldb is not None else 0 :]
         ),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
@@ -1906,6 +1910,20 @@ def _gdb_signal(text: str) -> re.Match[str] | None:
         if canonical_signal(stop["signal"]) in CRASH_SIGNALS:
             return stop
     return None
+
+
+def _gdb_frames_at(text: str, stop: re.Match[str]) -> int:
+    """Where in `text` the frames of gdb's crash `stop` (`_gdb_signal`'s) begin: its
+    thread's backtrace where `thread apply all bt` printed every thread's (the thread the
+    stop names, a core's current thread), which may come after another's; else the stop."""
+    thread = stop["thread"]
+    if thread is None and (current := _GDB_CURRENT_THREAD.search(text, stop.end())) is not None:
+        thread = current["thread"]
+    if thread is not None:
+        header = re.compile(rf"^Thread {thread} \(", re.MULTILINE).search(text, stop.end())
+        if header is not None:
+            return header.start()
+    return stop.start()
 
 
 def _lldb_signal(text: str) -> tuple[str | None, str, int] | None:

@@ -3060,6 +3060,20 @@ def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
     assert read.command == "./crash --count 4"
 
 
+def test_gdb_frames_are_the_crashed_threads_among_every_threads() -> None:
+    # Real gdb 13 sessions of a program whose main thread crashed beside a sleeping one,
+    # `thread apply all bt` live and on its core: the sleeping thread's backtrace, printed
+    # first, was read as the crash's (live), or the core's stop's one frame (core).
+    crash = ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@mt.c")
+    for name in ("gdb-all-threads.md", "gdb-core-all-threads.md"):
+        read = read_ticket(ticket(name))
+        assert (read.failure.signal, read.native_frames, read.command) == (
+            "SIGSEGV",
+            crash,
+            "./mt x",
+        ), name
+
+
 def test_a_gdb_stop_at_a_signal_that_is_no_crash_is_not_the_crash() -> None:
     # Real gdb 13 sessions. A program raised a signal it handles (SIGUSR1), which gdb
     # stops at, then crashed: the SIGUSR1 was the crash's signal, its `raise` frames the
