@@ -447,6 +447,31 @@ def read_meta(folder: Path) -> JsonObject | None:
     return data if isinstance(data, dict) and (folder / "bin" / "python").exists() else None
 
 
+def meta_problem(folder: Path) -> str:
+    """Why `folder`, which `read_meta` refused, is an environment whose description cannot
+    be read, in a few words (`envs list` says it, and a run building it again); "" where it
+    is no environment's folder at all (neither a reprospec-env.json nor a venv's pyvenv.cfg
+    in it: something else someone keeps under the environments folder, which list and prune
+    leave alone)."""
+    meta = folder / META
+    if not meta.exists() and not meta.is_symlink():
+        return f"it has no {META}" if (folder / "pyvenv.cfg").exists() else ""
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return f"its {META} cannot be read ({exc.strerror or exc})"
+    except ValueError as exc:
+        return f"its {META} is not JSON ({exc})"
+    if not isinstance(data, dict):
+        return f"its {META} is not a JSON object"
+    python = folder / "bin" / "python"
+    if python.is_symlink():
+        # The interpreter it was built on was removed since (a pyenv version uninstalled).
+        with contextlib.suppress(OSError):
+            return f"its bin/python links to {python.readlink()}, which is gone"
+    return "it has no bin/python"
+
+
 def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
     """The environment's description where it still holds what it was built with, else None
     (then it is built again, in place): a cached venv whose package was uninstalled or
@@ -456,6 +481,10 @@ def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) ->
     `say`: where the rebuild is said (once: under the build lock, not in the look before it)."""
     meta = read_meta(folder)
     if meta is None:
+        # One whose description cannot be read was built again without a word, as if new.
+        problem = meta_problem(folder) if say is not None and folder.is_dir() else ""
+        if say is not None and problem:
+            say("check", f"{folder}: {problem}: building it again")
         return None
     changed = _changed_since_built(folder, installed(meta))
     if not changed or not os.access(folder, os.W_OK):

@@ -9,7 +9,6 @@ What killed builds left in `.tmp` is `staging.Unfinished`: listed and swept ther
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import time
@@ -27,6 +26,7 @@ from reprospec.venvs.build import (
     cutoff_of,
     in_use_lock,
     locked,
+    meta_problem,
     read_meta,
     uploaded_before,
 )
@@ -96,7 +96,7 @@ class EnvInfo:
 
 def list_envs(root: Path) -> list[EnvInfo]:
     """Every environment under `root`, most recently used first: each complete one, and each
-    folder of one whose description cannot be read (`EnvInfo.unreadable`, `_unreadable`)."""
+    folder of one whose description cannot be read (`EnvInfo.unreadable`, `meta_problem`)."""
     out: list[EnvInfo] = []
     if not root.is_dir():
         return out
@@ -106,7 +106,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
         meta = read_meta(folder)
         # (a link to a folder elsewhere is listed where it is a whole environment, as before,
         # never taken for a broken one: pruning it would move the link alone)
-        unreadable = _unreadable(folder) if meta is None and not folder.is_symlink() else ""
+        unreadable = meta_problem(folder) if meta is None and not folder.is_symlink() else ""
         if meta is None and not unreadable:
             continue  # no environment's folder: not ours to list, nor to remove
         request = (meta or {}).get("request")
@@ -140,30 +140,6 @@ def list_envs(root: Path) -> list[EnvInfo]:
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
-
-
-def _unreadable(folder: Path) -> str:
-    """Why `folder`, which `read_meta` refused, is an environment whose description cannot
-    be read, in a few words; "" where it is no environment's folder at all (neither a
-    reprospec-env.json nor a venv's pyvenv.cfg in it: something else someone keeps under
-    the environments folder, which list and prune leave alone)."""
-    meta = folder / META
-    if not meta.exists() and not meta.is_symlink():
-        return f"it has no {META}" if (folder / "pyvenv.cfg").exists() else ""
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return f"its {META} cannot be read ({exc.strerror or exc})"
-    except ValueError as exc:
-        return f"its {META} is not JSON ({exc})"
-    if not isinstance(data, dict):
-        return f"its {META} is not a JSON object"
-    python = folder / "bin" / "python"
-    if python.is_symlink():
-        # The interpreter it was built on was removed since (a pyenv version uninstalled).
-        with contextlib.suppress(OSError):
-            return f"its bin/python links to {python.readlink()}, which is gone"
-    return "it has no bin/python"
 
 
 def _changed(folder: Path) -> float:

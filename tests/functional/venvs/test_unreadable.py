@@ -119,3 +119,24 @@ def test_an_environment_whose_interpreter_is_gone_says_so(
     )
     assert venvs.prune_envs(root) == [listed]
     assert not built.path.exists()
+
+
+def test_a_run_builds_an_unreadable_environment_again_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was built again in place without a word, as if new."""
+    for key, value in uv_environment().items():
+        monkeypatch.setenv(key, value)
+    root = tmp_path / "envs"
+    request = venvs.EnvRequest(venvs.find_interpreter(None), (), venvs.user_index_config())
+    built = venvs.ensure_env(request, root)
+    (built.path / venvs.META).write_text("{bad")
+    events: list[venvs.EnvProgress] = []
+    again = venvs.ensure_env(request, root, progress=events.append)
+    assert not again.reused
+    said = [e.message for e in events if e.stage == "check"]
+    assert said[0].startswith(
+        f"{built.path}: its reprospec-env.json is not JSON (Expecting property name"
+    ), said
+    assert said[0].endswith(": building it again")
+    assert venvs.read_meta(again.path) is not None
