@@ -1270,8 +1270,20 @@ def _unquoted(text: str) -> str:
 
 def _plain(text: str) -> str:
     """`text` as the programs of a pasted CI log printed it: without the log's colours
-    and the clock before each line (`_CI_CLOCK`)."""
-    return _CI_CLOCK.sub("", without_escapes(text))
+    (their escapes, or what is left of them where the paste lost the ESC character:
+    `_COLOUR_LEFT`) and the clock before each line (`_CI_CLOCK`)."""
+    text = without_escapes(text)
+    if _COLOUR_RESET_LEFT in text:
+        text = _COLOUR_LEFT.sub("", text)
+    return _CI_CLOCK.sub("", text)
+
+
+# A colour's escape whose ESC a paste dropped (a web form, an issue's text box): GitHub
+# Actions' echo of a step's script, `[36;1mpython train.py[0m`, was a command of no
+# program; pytest's `[31mFAILED[0m` no FAILED line. Only in a text with a reset left
+# (`[0m`, which ends every colour), where such words are no program's own (`[10m]`).
+_COLOUR_RESET_LEFT = "[0m"
+_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 
 
 _CTRL_C = re.compile(r"^\^C(?=\S)")

@@ -3048,6 +3048,26 @@ def test_lldb_frames_are_the_crash_stops_not_an_earlier_stops() -> None:
     assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash)
 
 
+def test_colours_whose_escape_character_a_paste_dropped_are_no_words_of_the_log() -> None:
+    # A real `pytest --color=yes` run's output with its ESC characters dropped, as a web
+    # form drops them, under GitHub Actions' echo of its step: `[36;1mpython -m pytest
+    # ...[0m` was the command of no program, and `[31mFAILED[0m` no FAILED line.
+    pytest = (DATA / "recorded" / "pytest-colour-esc-dropped.log").read_text()
+    step = (
+        "##[group]Run python -m pytest test_x.py\n[36;1mpython -m pytest test_x.py[0m\n"
+        "shell: /usr/bin/bash -e {0}\n##[endgroup]\n"
+    )
+    read = read_ticket(step + pytest + "##[error]Process completed with exit code 1.\n")
+    assert (read.command, read.test) == ("python -m pytest test_x.py", "test_x.py::test_div")
+    assert (read.failure.exception, read.failure.message) == (
+        "ZeroDivisionError",
+        "division by zero",
+    )
+    # A program's own `[10m]` in a log with no colour left is its words.
+    own = "$ python x.py\nTraceback (most recent call last):\nValueError: length [10m] too long\n"
+    assert read_ticket(own).failure.message == "length [10m] too long"
+
+
 def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
     # A real gdb 13 session that stopped at a breakpoint before it crashed: `bt` at the
     # breakpoint, `continue` on to the crash, `bt` again. The breakpoint's `bt` was read as
