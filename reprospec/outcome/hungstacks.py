@@ -96,6 +96,9 @@ class HungProcess:
     # threads it never joined (threading's `_shutdown`, `frame`): the same wait as a join,
     # `joined` those threads, where the hang sits.
     at_exit: bool = False
+    # The main thread sleeps in a loop (`while w.is_alive(): time.sleep(0.1)`) beside a
+    # thread that waits for good: a join by another name, `joined` the other threads.
+    polled: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -118,8 +121,9 @@ class HungProcess:
             )
         if self.joined:
             threads = ", ".join(frame(f.text()) for f in self.joined)
+            doing = "waiting for them in a sleep loop" if self.polled else "joining them"
             return (
-                f"{who}'s threads were in {threads}, its main thread joining them in "
+                f"{who}'s threads were in {threads}, its main thread {doing} in "
                 f"{frame(self.frame.text())}"
             )
         return f"{who} was in {frame(self.frame.text())}"
@@ -259,8 +263,16 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
             joined, at_exit = tuple(t[0] for t in left), True
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
+        polled = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(t[0] for t in _other_threads(threads, main, string))
+        elif frame is not None and not away and _sleeps(frame, waiting):
+            # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another
+            # thread waits for good (a lock, a join, a queue), the hang sits there, not in
+            # the main thread's sleep (`hang in <module> (poll.py:14)` named no stuck thread).
+            others = _other_threads(threads, main, string)
+            if others and _stuck_rank(others[0]) == 0:
+                joined, polled = tuple(t[0] for t in others), True
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
         peers = frame is not None and any(_WAITS_FOR_PEERS.search(f.path) for f in waiting)
@@ -276,6 +288,7 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
                 command=command,
                 waits_for_peers=peers,
                 at_exit=at_exit,
+                polled=polled,
             )
         )
     return tuple(out)
@@ -469,6 +482,16 @@ _BLOCKED_LINE = Lazy(r"^\s*(?:async\s+)?with\b|\b(?:acquire|wait|wait_for|join)\
 _SLEEP_LINE = Lazy(r"\bsleep\s*\(")
 # threading's Condition.wait where it was given a timeout (its line in 3.10 to 3.13 alike).
 _TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
+
+
+def _sleeps(frame: Frame, waiting: list[Frame]) -> bool:
+    """Whether a thread sleeps where it is, to wake again: in `time.sleep` on its own line,
+    or in a Condition's wait given a timeout (`stop.wait(0.1)`)."""
+    if waiting:
+        return _is(waiting[0], ("threading.py", "wait")) and bool(
+            _TIMED_WAIT.search(_source_line(waiting[0]))
+        )
+    return bool(_SLEEP_LINE.search(_source_line(frame)))
 
 
 def _source_line(frame: Frame) -> str:

@@ -44,6 +44,8 @@ _JOB = textwrap.dedent(
         # A heartbeat that waits on an Event with a timeout, as `w` waits in q.get(): the
         # same threading frames, but the heartbeat's wakes (`acquire(True, timeout)`).
         ("not stop.wait(0.05)", "q.get()", "w.join()"),
+        # The main thread polls `w` in a sleep loop instead of joining it: a join too.
+        ("not time.sleep(0.05)", "lock.acquire()", "while w.is_alive(): time.sleep(0.05)"),
     ],
 )
 def test_a_join_hang_names_the_thread_it_waits_for_not_the_heartbeat(

@@ -586,3 +586,39 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
         f'  File "{job}", line 12 in <module>\n'
     )
     assert hung_frame(stack) == Frame(str(job), 8, "work")
+
+
+@pytest.mark.parametrize(
+    ("work", "named"),
+    [
+        # `w` waits for good on a lock: the main thread's sleep loop only waits for it.
+        ("    with lock:", "work"),
+        # `w` runs (a busy loop): nothing says the hang is there, the main thread's stays.
+        ("    x += 1", "<module>"),
+    ],
+)
+def test_a_main_thread_that_polls_a_blocked_thread_names_it(
+    tmp_path: Path, work: str, named: str
+) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import threading, time\nlock = threading.Lock()\nlock.acquire()\n"
+        f"def work():\n{work}\n"
+        "w = threading.Thread(target=work)\nw.start()\n"
+        "while w.is_alive():\n    time.sleep(0.1)\n"
+    )
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{job}", line 5 in work\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{job}", line 9 in <module>\n'
+    )
+    frame = hung_frame(stack)
+    assert frame is not None
+    assert frame.function == named
+    if named == "work":
+        stuck = where_stuck(stack)
+        assert stuck is not None
+        assert "its main thread waiting for them in a sleep loop in " in stuck.describe()
