@@ -811,12 +811,16 @@ class Minimization:
             self._phase = "final-passing"
             return None
         if self._phase == "final-passing":
-            relook = self._relook(self._final, left)
+            # The rounds of the original's passing cells leave the final check's own passes
+            # their room, as the reduction's leave it the reserve: else a tight budget
+            # concluded `minimized` on a round or two of the result's passes.
+            wanted = s.passing * s.final_passing
+            room = left - max(0, wanted - self._final.passing.ran)
+            relook = self._relook(self._final, room)
             if relook is not None:
                 return relook
             if self._passing_lost(self._final) and self._step_back(left):
                 return None
-            wanted = s.passing * s.final_passing
             if self._final.passing.ran < wanted and left >= s.passing:
                 return Probe(self.best.key, "passing", s.passing)
             self._conclude()

@@ -1523,13 +1523,18 @@ def test_a_traceback_the_original_s_passing_cell_prints_now_and_then_rejects_no_
 
 
 def _final_strays(
-    budget: int, strays: Callable[[int], int], *, reduction_stray: bool = False
+    budget: int,
+    strays: Callable[[int], int],
+    *,
+    reduction_stray: bool = False,
+    original_prints: bool = True,
 ) -> MinimizeResult:
     """A search of one candidate, `fine`, accepted in the reduction, with two passing cells,
     whose final check's rounds of them (counted from 1) print BrokenPipeError in as many
     cells as `strays` says, as the original's first cell does whenever it runs in the final
     check: a traceback it prints now and then. `reduction_stray`: `fine`'s last round in
-    the reduction prints it too, in one cell."""
+    the reduction prints it too, in one cell. `original_prints`: False, the original's
+    cells print nothing in the final check."""
     original = program("import sys\nsys.exit(1)\n")
     fine = program("import sys\nsys.exit(1)\n\n")
     search = Minimization(original, Settings(passing=2, budget=budget), proposing(fine))
@@ -1540,7 +1545,7 @@ def _final_strays(
                 late = search._phase == "final-passing"
                 final += late and probe.key == fine.key
                 rounds += search._phase == "reduce" and probe.key == fine.key
-                cells = (probe.key == original.key) if late else 0
+                cells = (original_prints and probe.key == original.key) if late else 0
                 cells = strays(final) if late and probe.key == fine.key else cells
                 last = search._phase == "reduce" and rounds == search.passing_needed()
                 cells = 1 if reduction_stray and last and probe.key == fine.key else cells
@@ -1592,6 +1597,25 @@ def test_a_look_again_the_reduction_had_no_room_for_is_not_spent_on_a_quiet_resu
     assert result.same_failure is not None
     assert result.same_failure.passing_relooked == 0
     assert result.passing_checked.passed == 10  # the final check's 5 rounds of its 2 cells, whole
+
+
+def test_a_look_again_in_the_final_check_leaves_the_result_s_own_passes_their_room() -> None:
+    # The result's first final round printed a stray traceback, and the rounds of the
+    # original's passing cells (which print nothing) ran on with the whole of what was left:
+    # at a tight budget they took the room of the result's own 5 rounds, and it read
+    # `minimized` after one of them (2 of 2 passed).
+    least = _final_strays(1000, lambda _: 0).attempts + 1
+    result = _final_strays(least, lambda n: n == 1, original_prints=False)
+    assert result.status == "minimized", result.message
+    assert result.passing_checked.ran == 10  # the final check's 5 rounds of its 2 cells, whole
+    assert result.same_failure is not None
+    assert result.same_failure.passing_relooked == 0  # no room left for them
+    # With room for two rounds beside them, two ran; the one print stays a stray's.
+    roomier = _final_strays(least + 4, lambda n: n == 1, original_prints=False)
+    assert roomier.status == "minimized", roomier.message
+    assert roomier.passing_checked.ran == 10
+    assert roomier.same_failure is not None
+    assert roomier.same_failure.passing_relooked == 4
 
 
 def test_a_name_bound_in_another_function_hides_no_builtin_from_a_message() -> None:
