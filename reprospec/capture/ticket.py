@@ -1041,7 +1041,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
         # and a backtrace of its own, which were read.
         native_frames=_native_frames(
-            clean[_gdb_frames_at(clean, gdb) if gdb else lldb[2] if lldb is not None else 0 :]
+            clean[
+                _gdb_frames_at(clean, gdb)
+                if gdb
+                else _lldb_frames_at(clean, lldb[2])
+                if lldb is not None
+                else 0 :
+            ]
         ),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
@@ -1936,6 +1942,20 @@ def _gdb_frames_at(text: str, stop: re.Match[str]) -> int:
         if header is not None:
             return header.start()
     return stop.start()
+
+
+def _lldb_frames_at(text: str, stop: int) -> int:
+    """Where in `text` the frames of lldb's crash stop (at `stop`, `_lldb_signal`'s) begin:
+    its thread's backtrace where `bt all` (`thread backtrace all`) printed every thread's,
+    from thread #1 on, the one that crashed after another's; else the stop."""
+    line_end = text.find("\n", stop)
+    line_start = text.rfind("\n", 0, stop) + 1
+    thread = re.search(r"\bthread #(\d+)\b", text[line_start:stop])
+    if thread is not None and line_end != -1:
+        header = re.compile(rf"^[ \t]*(?:\* )?thread #{thread[1]}\b", re.MULTILINE)
+        if (again := header.search(text, line_end)) is not None:
+            return again.start()
+    return stop
 
 
 def _lldb_signal(text: str) -> tuple[str | None, str, int] | None:

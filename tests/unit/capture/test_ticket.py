@@ -3094,6 +3094,23 @@ def test_gdb_frames_are_the_crashed_threads_among_every_threads() -> None:
         ), name
 
 
+def test_lldb_frames_are_the_crashed_threads_among_every_threads() -> None:
+    # A real lldb session of a program whose second thread crashed, `thread backtrace all`
+    # printing thread #1's backtrace first: the stop's one frame #0 was read, then
+    # thread #1's frame #0 ended the backtrace.
+    read = read_ticket(ticket("lldb-all-threads.md"))
+    assert (read.failure.signal, read.native_frames) == (
+        "SIGSEGV",
+        (
+            "__strlen_evex@strlen-evex.S",
+            "measure@foo.c",
+            "work@mt2.c",
+            "start_thread@pthread_create.c",
+            "__clone3@clone3.S",
+        ),
+    )
+
+
 def test_a_gdb_stop_at_a_signal_that_is_no_crash_is_not_the_crash() -> None:
     # Real gdb 13 sessions. A program raised a signal it handles (SIGUSR1), which gdb
     # stops at, then crashed: the SIGUSR1 was the crash's signal, its `raise` frames the
