@@ -207,6 +207,27 @@ def test_a_group_logged_before_another_exit_keeps_its_members(tmp_path: Path) ->
     assert outcome_from_dict(outcome_to_dict(outcome)) == outcome
 
 
+def test_a_threads_group_is_named_by_its_members_in_the_detail(tmp_path: Path) -> None:
+    thread = (
+        "Exception in thread Thread-1 (f):\n"
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+        "  |     self.run()\n"
+        '  |   File "/w/thr.py", line 3, in f\n'
+        "  | ExceptionGroup: t (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | KeyError: 'k'\n"
+        "    +------------------------------------\n"
+    )
+    (tmp_path / "stderr.log").write_text(thread)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 3))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception is None  # a thread's: it ended no process
+    assert "1 thread died of an exception (ExceptionGroup[KeyError]; " in (outcome.detail or "")
+
+
 def test_groups_of_different_members_have_different_signatures() -> None:
     value = group_named("ExceptionGroup", (GroupMember("ValueError"),))
     key = group_named("ExceptionGroup", (GroupMember("KeyError"), GroupMember("KeyError")))
