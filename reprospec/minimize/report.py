@@ -670,9 +670,15 @@ def _same_line(found: Minimized) -> str:
     if same is None:
         return ""
     printed = ", ".join(same.original_exceptions) or "none"
+    rounds = plural(same.passing_relooked_rounds, "round")
+    how = {
+        "": "as often as a candidate's",
+        "printed": f"{rounds}, until they printed it too",
+        "budget": f"{rounds}, cut short by the budget",
+    }[same.passing_relooked_stopped]
     relooked = (
         f"; the original's passing cells ran again ({plural(same.passing_relooked, 'attempt')}, "
-        "in the budget), as often as a candidate's, at the first program whose passes printed "
+        f"in the budget), {how}, at the first program whose passes printed "
         "a type theirs had not: what they print then is the original's"
         if same.passing_relooked
         else ""

@@ -349,8 +349,13 @@ class SameFailure:
     # exception the original's attempts never did (`_new_passing`), with those types.
     new_passing_rejected: int = 0
     new_passing_exceptions: tuple[str, ...] = ()
-    # The attempts of the original's passing cells run again (`_relook`; in the budget).
+    # The attempts of the original's passing cells run again (`_relook`; in the budget),
+    # their rounds, and why they stopped short of a candidate's `passing_needed`: ""
+    # (they did not: as often as a candidate's, or none ran), "printed" (the original's
+    # printed the type too) or "budget" (the budget had no room for the rest).
     passing_relooked: int = 0
+    passing_relooked_rounds: int = 0
+    passing_relooked_stopped: Literal["", "printed", "budget"] = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -370,6 +375,8 @@ class SameFailure:
             "new_passing_rejected": self.new_passing_rejected,
             "new_passing_exceptions": list(self.new_passing_exceptions),
             "passing_relooked": self.passing_relooked,
+            "passing_relooked_rounds": self.passing_relooked_rounds,
+            "passing_relooked_stopped": self.passing_relooked_stopped,
         }
 
 
@@ -578,6 +585,7 @@ class Minimization:
         self._relook_left = 0
         self._relook_rounds = 0  # the rounds of them that ran
         self._relook_attempts = 0  # what they cost (in the budget)
+        self._relook_printed = False  # they printed the type too, which ended them
         self._rate_checked = 0
         self._rate_rejected = 0
         self._rate_attempts = 0
@@ -632,6 +640,7 @@ class Minimization:
                 self._original_passing_raised.update(dict.fromkeys(names))
             if not self._unexplained(judging):
                 self._relook_left = 0  # the original printed it too: no more to ask
+                self._relook_printed = True
             return
         if self._phase == "passing-back":
             self._back_attempts += len(kinds)
@@ -1098,6 +1107,16 @@ class Minimization:
             self._relook_left -= 1
             return Probe(self.original.key, "passing", self.settings.passing)
         return None
+
+    def _relook_stopped(self) -> Literal["", "printed", "budget"]:
+        """Why `_relook`'s rounds stopped short of a candidate's `passing_needed`: the
+        original's printed the type too, or else the budget had no room for the rest (a
+        program's passes ask them until one of those); "" where they did not, or none ran."""
+        if self._relook_printed:
+            return "printed"
+        if 0 < self._relook_rounds < self.passing_needed():
+            return "budget"
+        return ""
 
     def _unexplained(self, judging: _Judging) -> tuple[str, ...]:
         """The exception types its passing cells printed where they passed that the
@@ -1583,6 +1602,8 @@ class Minimization:
                     new_passing_rejected=self._new_passing_rejected,
                     new_passing_exceptions=tuple(self._new_passing_exceptions),
                     passing_relooked=self._relook_attempts,
+                    passing_relooked_rounds=self._relook_rounds,
+                    passing_relooked_stopped=self._relook_stopped(),
                 )
                 if self._original_failing.ran
                 else None

@@ -1567,8 +1567,35 @@ def test_a_stray_traceback_in_the_final_check_is_weighed_as_in_the_reduction() -
     # Their first round printed it too, which ended them: their cost is said.
     assert same.passing_relooked == 2  # a round: one attempt of each of the two cells
     assert same.to_dict()["passing_relooked"] == 2
+    assert same.to_dict()["passing_relooked_rounds"] == 1
+    assert same.to_dict()["passing_relooked_stopped"] == "printed"
     line = _same_line(cast(Minimized, SimpleNamespace(result=result)))
-    assert "the original's passing cells ran again (2 attempts" in line, line
+    # One round, not a candidate's five: said as such (review).
+    assert (
+        "the original's passing cells ran again (2 attempts, in the budget), 1 round, "
+        "until they printed it too, at the first program"
+    ) in line, line
+    assert "as often as a candidate's" not in line, line
+
+
+def test_the_rounds_of_the_original_s_passing_cells_are_said_as_they_went() -> None:
+    # "as often as a candidate's" was said of any rounds, the budget's cut ones too (review).
+    def said(result: MinimizeResult) -> str:
+        return _same_line(cast(Minimized, SimpleNamespace(result=result)))
+
+    whole = _final_strays(1000, lambda n: n == 1, original_prints=False)
+    assert whole.same_failure is not None
+    assert whole.same_failure.passing_relooked_rounds == 5
+    assert whole.same_failure.passing_relooked_stopped == ""
+    assert "ran again (10 attempts, in the budget), as often as a candidate's" in said(whole)
+    least = _final_strays(1000, lambda _: 0).attempts + 1
+    cut = _final_strays(least + 4, lambda n: n == 1, original_prints=False)
+    assert cut.same_failure is not None
+    assert cut.same_failure.to_dict()["passing_relooked_rounds"] == 2
+    assert cut.same_failure.to_dict()["passing_relooked_stopped"] == "budget"
+    line = said(cut)
+    assert "ran again (4 attempts, in the budget), 2 rounds, cut short by the budget, at" in line
+    assert "as often as a candidate's" not in line, line
 
 
 def test_with_no_budget_left_a_stray_traceback_seen_once_rejects_nothing_twice_does() -> None:
