@@ -2661,24 +2661,28 @@ _CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "
 
 def _environments_script(parts: tuple[str, ...]) -> str | None:
     """The name a program's path (its `Path.parts`) is run by (Windows' `torchrun.exe` as
-    `torchrun`) where it is an environment's console script, else None: in
-    a `bin` (`Scripts` after a Windows drive) of a Python environment's folder. Where that
-    folder is on this machine, what it holds says (`_ENVIRONMENT_MARKS`); elsewhere its
-    name (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`)
-    or its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`), or the script's
-    (`~/x/bin/torchrun`). A project's own `scripts/run.sh` or `bin/train`, `~/bin/mytool`,
-    `~/env-setup/bin/deploy` and `~/openmpi/bin/mpirun` are no such."""
+    `torchrun`) where it is an environment's console script, else None: in a `bin`
+    (`Scripts` after a Windows drive) of a Python environment's folder. What that folder
+    holds here says so (`_ENVIRONMENT_MARKS`), or where the program is here, says not;
+    elsewhere its name (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`,
+    `~/miniconda/bin/x`) or its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`), or
+    the script's (`~/x/bin/torchrun`). A project's own `scripts/run.sh` or `bin/train`,
+    `~/bin/mytool`, `~/env-setup/bin/deploy` and `~/openmpi/bin/mpirun` are no such."""
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
     if (folder != "bin" and not (windows and folder == "scripts")) or len(parts) < 4:
         return None
     name = re.sub(r"(?i)\.exe$", "", parts[-1])
     prefix = Path(*parts[:-2])
-    if _exists(prefix):
-        holds = _exists(Path(*parts[:-1]) / "activate") or any(
-            _globbed(prefix, mark) for mark in _ENVIRONMENT_MARKS
-        )
-        return name if holds else None
+    if _exists(Path(*parts[:-1]) / "activate") or any(
+        _globbed(prefix, mark) for mark in _ENVIRONMENT_MARKS
+    ):
+        return name
+    if _exists(Path(*parts)):
+        # The program is here, in a folder that holds no environment: no name says more.
+        # (The program, not its folder: this user's `~/.local` without a site-packages,
+        # or a `/home/alice/tools` of this machine's, says nothing of the sender's.)
+        return None
     holders = [part.lower() if windows else part for part in parts[1:-3]]
     named = (
         name in _CONSOLE_SCRIPTS

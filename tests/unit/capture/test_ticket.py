@@ -2808,10 +2808,10 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
 
 
 def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) -> None:
-    # Where the program's folder is here, what it holds says whether it is an environment's,
-    # whatever its name: a venv's pyvenv.cfg, conda's conda-meta, an installed Python's
-    # site-packages, virtualenv's activate. A project's `tools-env/bin` holds none of them,
-    # and `torchrun` in a folder that is no environment is the project's own.
+    # What the program's folder holds here says it is an environment's, whatever its name:
+    # a venv's pyvenv.cfg, conda's conda-meta, an installed Python's site-packages,
+    # virtualenv's activate. A program here in a project's `tools-env/bin`, which holds none
+    # of them, is the project's own, `torchrun` too.
     marks = {
         "tools": "pyvenv.cfg",
         "miniforge": "conda-meta/history",
@@ -2824,7 +2824,12 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
         assert _environments_script((tmp_path / folder / "bin" / "x").parts) == "x", folder
     (tmp_path / "tools-env" / "bin").mkdir(parents=True)
     for program in ("x", "torchrun"):
+        (tmp_path / "tools-env" / "bin" / program).write_text("")
         assert _environments_script((tmp_path / "tools-env" / "bin" / program).parts) is None
+    # A program not here is the sender's, whose folder is not this one: this user's
+    # `.local` without a site-packages says nothing of the sender's `.local/bin/deepspeed`.
+    (tmp_path / ".local" / "share").mkdir(parents=True)
+    assert _environments_script((tmp_path / ".local" / "bin" / "deepspeed").parts) == "deepspeed"
     # Elsewhere, Windows' `.exe` is no part of the name the command runs it by.
     windows = ("C:", "Users", "me", "miniconda3", "envs", "t", "Scripts", "torchrun.exe")
     assert _environments_script(windows) == "torchrun"
