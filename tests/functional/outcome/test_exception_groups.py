@@ -156,3 +156,36 @@ def test_a_pytest_tests_task_group_failure_names_its_members(cli: Cli, tmp_path:
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert outcome["signature"].startswith("error:ExceptionGroup[ValueError]"), outcome
     assert outcome["members"] == [{"type": "ValueError", "message": "boom"}]
+
+
+def test_a_task_groups_memory_error_under_environment_memory_is_said_to_be_the_limits(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A TaskGroup whose task ran out of memory under `environment.memory`: the verdict says
+    the attempt reached its limit, as for a bare MemoryError (its type was looked for in
+    the chain alone, where the group is `ExceptionGroup`)."""
+    (tmp_path / "alloc.py").write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            async def alloc():
+                return bytearray(400 << 20)
+
+            async def main():
+                async with asyncio.TaskGroup() as tg:
+                    tg.create_task(alloc())
+
+            asyncio.run(main())
+            """
+        )
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: group-oom\nenvironment: {memory: 200m}\n"
+        "command: python3 alloc.py\nexpect: {outcome: error, exception: MemoryError}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "ExceptionGroup[MemoryError]" in result.stdout, result.stdout
+    assert "at its memory limit (200.0 MiB, environment.memory)" in result.stdout, result.stdout
