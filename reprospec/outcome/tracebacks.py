@@ -224,7 +224,8 @@ def _uncaught(text: str, lines: list[str], chains: list[_Chain]) -> tuple[Python
     compile_error = _compile_error(lines)
     if compile_error is not None:
         return (compile_error,)
-    group = _headerless_group(lines)
+    # (Its first member's rule, `+-+---`, is in the text: else no line is read for it.)
+    group = _headerless_group(lines) if "+-+-" in text else None
     if group is not None:
         return (group,)
     # An exception in a thread ends its thread, never the process (`thread_exceptions`
