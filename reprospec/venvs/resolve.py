@@ -42,8 +42,9 @@ _UNREACHED = (
 @frozen
 class Resolved:
     """uv's answer for one package list: `state` `ok` (it resolves), `unsatisfiable` (uv
-    found no solution: the build would fail the same way) or `unknown` (no answer to go
-    by); `said`, uv's reason in a few lines where it did not resolve."""
+    found no solution, or the build backend of a distribution it picked failed: the build
+    would fail the same way) or `unknown` (no answer to go by); `said`, uv's reason in a
+    few lines where it did not resolve."""
 
     state: Literal["ok", "unsatisfiable", "unknown"]
     said: str = ""
@@ -91,6 +92,9 @@ def resolve(
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = any(words in lowered for words in _UNREACHED)
-    if "no solution found" in lowered and not unreached:
+    # No solution, or a distribution it picked whose build backend failed (an sdist that
+    # cannot build here: the build at run time builds it the same way, and fails alike).
+    backend = "failed to build" in lowered and "build backend returned an error" in lowered
+    if ("no solution found" in lowered or backend) and not unreached:
         return Resolved("unsatisfiable", _uv_error(output))
     return Resolved("unknown", _uv_error(output))

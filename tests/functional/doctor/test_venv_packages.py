@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli
-from tests.support.envs import make_wheel, uv_environment
+from tests.support.envs import make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-envdemo"
 
@@ -43,9 +43,10 @@ def _closed_port() -> int:
 def test_packages_the_index_cannot_give_fail_doctor(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    make_broken_sdist(wheels, DEMO, "1.2")
     (tmp_path / "index").mkdir()
     env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
-    _spec(tmp_path, "'1.0', '9'")
+    _spec(tmp_path, "'1.0', '9', '1.2'")
     argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
     done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
     assert done.code == 1, done.stdout + done.stderr
@@ -54,6 +55,10 @@ def test_packages_the_index_cannot_give_fail_doctor(cli: Cli, tmp_path: Path) ->
     assert check["why"].startswith(f"{DEMO}==9 cannot be installed (in cell v=9): "), check
     assert f"no version of {DEMO}==9" in check["why"]
     assert "infra error" in check["why"]
+    # An sdist whose build fails here, as the run's build would build it (not "could not
+    # check": nothing was unreachable).
+    assert f"{DEMO}==1.2 cannot be installed (in cell v=1.2): " in check["why"], check
+    assert "this release has no wheel for this Python and cannot build" in check["why"]
     # The wheelhouse has 1.0: the same spec without 9 passes, as its run builds.
     _spec(tmp_path, "'1.0'")
     done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
