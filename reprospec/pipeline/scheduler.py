@@ -288,8 +288,13 @@ class Scheduler:
             left = last + STOPPED_SLACK_S - time.monotonic()
             if left <= 0:
                 break
-            # (the cancel event: set by the stop's handler, which then has its arrival)
-            self.cancel.wait(min(left, 0.05))
+            # (the cancel event: set by the stop's handler, which then has its arrival;
+            # one set already, by Ctrl-C or a store's failure, would return at once, and the
+            # slack's rest go in reads of the stop clock on a full core)
+            if self.cancel.is_set():
+                time.sleep(min(left, 0.05))
+            else:
+                self.cancel.wait(min(left, 0.05))
         kept: list[Ended] = []
         with self._lock:
             for end in self._recent.all():

@@ -876,3 +876,26 @@ def test_an_attempt_set_aside_is_never_said_and_one_kept_is_said_once_its_end_is
     assert [cell for cell, _at in said] == ["n=1"]
     assert said[0][1] >= ends["n=1"] + scheduler.STOPPED_SLACK_S
     assert said[0][1] < ends["n=2"]  # said as the next attempt ran, not at the end
+
+
+def test_settle_after_a_ctrl_c_waits_the_slack_without_spinning(tmp_path: Path) -> None:
+    # Ctrl-C (SIGINT, no stop that reaches the attempts) or a store's failure set `cancel`
+    # before `settle`: its wait on `cancel` returned at once, and the slack's rest went in a
+    # loop reading the stop clock (the wakeup pipe's read, a syscall each) on a full core.
+    plan = make_plan(tmp_path, "expect: {outcome: pass}\n", jobs=1)
+    reads: list[float] = []
+
+    def clock(_since: float) -> float | None:
+        reads.append(time.monotonic())
+        return None
+
+    ran = Scheduler(plan, Recorder(lambda _c, _n: False), stop_arrival=clock)
+    ran.run()
+    ran.cancel.set()
+    reads.clear()
+    begin = time.monotonic()
+    assert ran.settle() == ()
+    waited = time.monotonic() - begin
+    assert waited <= scheduler.STOPPED_SLACK_S + 0.2
+    # A read each 50 ms slice of the slack at most (and the one that ends the wait).
+    assert len(reads) <= scheduler.STOPPED_SLACK_S / 0.05 + 3, len(reads)
