@@ -133,6 +133,19 @@ class ExpectChecks:
                 self.newer_builtin(path, name)
             if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
                 continue  # (an empty one: the schema's minLength says so)
+            group = _GROUP_NAMED.fullmatch(name) if path[0] == "expect" else None
+            if group is not None:
+                # Copied from an outcome's words (`error exit 1 ExceptionGroup[ValueError]`):
+                # the group's members are no part of a class's name; each is met by its own.
+                member = group["members"].split(",")[0].strip()
+                self.add(
+                    path,
+                    f"{_show(name)} is how an outcome names an exception group with its "
+                    f"members, not a class: expect a member by its own name (`exception: "
+                    f"{member}`, met by a group that holds one), or the group's "
+                    f"(`exception: {group['group']}`)",
+                )
+                continue
             # An expected one is compared, never searched: its message is `message`'s to match.
             how = (
                 " (matched as a name, not as a regex: text of the message goes in `message`)"
@@ -423,6 +436,9 @@ class ExpectChecks:
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
 # A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
 _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+# An exception group as an outcome names it, its members after it (`ExceptionGroup[KeyError,
+# ValueError]`), which no class is named.
+_GROUP_NAMED = Lazy(r"(?P<group>[^\W\d][\w.]*)\[(?P<members>[^\W\d][\w.]*(?:, ?[^\W\d][\w.]*)*)\]")
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for
