@@ -54,7 +54,7 @@ def _with_not_run(run: Mapping[str, object]) -> Mapping[str, object]:
 def _found(run: Mapping[str, object]) -> str:
     """What a search's probe run found, in the search's terms: `failed as expected in 2 of
     5` (and the attempts that never ran); "" for a run a person started, or a probe none of
-    whose attempts ran.
+    whose attempts ran (the table then says its cells' verdicts; its JSON's counts are 0).
 
     A probe is judged by its cell's expect without the rate (a search weighs the attempts
     itself), so its cell's verdict is not what it found: a probe that failed as expected in
@@ -366,10 +366,13 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["purpose"] = run.get("purpose") or "run"
     out["probe"] = run.get("probe") or None
     # A search's probe: its attempts that ran, and those that failed as expected (what the
-    # search counts; its cells' verdicts are judged without the rate): null for other runs.
-    found = bool(_found(run))
-    out["ran"] = run.get("ran") if found else None
-    out["failed_as_expected"] = run.get("failed_as_expected") if found else None
+    # search counts; its cells' verdicts are judged without the rate), 0 where none ran (all
+    # infra-errors): null for other runs alone, by purpose, not by what `_found` words.
+    from reprospec.core.runoptions import SEARCH_PURPOSES
+
+    probe = run.get("purpose") in SEARCH_PURPOSES
+    out["ran"] = run.get("ran") if probe else None
+    out["failed_as_expected"] = run.get("failed_as_expected") if probe else None
     out["shard"] = run.get("shard") or None
     out["folder_missing"] = run.get("folder_missing") is True
     # Why a run stopped that its store could not mark (`_status`), else None.

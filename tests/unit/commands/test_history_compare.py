@@ -401,6 +401,7 @@ def test_history_searches_says_what_a_probe_found_not_its_rateless_verdict(
         ("20261121-214500-s-0001", RunOptions(purpose="isolate", probe="mode=fast")),
         ("20261121-214501-s-0002", RunOptions(purpose="isolate", probe="mode=safe")),
         ("20261121-214502-s-0003", RunOptions()),
+        ("20261121-214503-s-0004", RunOptions(purpose="isolate", probe="mode=slow")),
     ]
     _finished_runs(tmp_path, runs, "local")
     # (run, matched per attempt; None: an infra-error), each run one cell, not reproduced.
@@ -408,12 +409,14 @@ def test_history_searches_says_what_a_probe_found_not_its_rateless_verdict(
         "20261121-214500-s-0001": [True, False, True, False, False],
         "20261121-214501-s-0002": [False, False, None],
         "20261121-214502-s-0003": [True, False],
+        "20261121-214503-s-0004": [None, None],
     }
     db = sqlite3.connect(tmp_path / "results.db")
     with db:
         for run_id, matched in attempts.items():
+            verdict = "infra-error" if set(matched) == {None} else "not-reproduced"
             db.execute(
-                f"INSERT INTO cells VALUES ('{run_id}', 'c', 0, '{{}}', '{{}}', 'not-reproduced',"
+                f"INSERT INTO cells VALUES ('{run_id}', 'c', 0, '{{}}', '{{}}', '{verdict}',"
                 " '', '{}')"
             )
             db.executemany(
@@ -435,6 +438,8 @@ def test_history_searches_says_what_a_probe_found_not_its_rateless_verdict(
         "20261121-214501-s-0002": "failed as expected in 0 of 2; 1 infra-error",
         # A person's run: its cells' verdicts, judged with the rate.
         "20261121-214502-s-0003": "1 not reproduced",
+        # A probe none of whose attempts ran: its cells' verdicts.
+        "20261121-214503-s-0004": "1 infra-error",
     }
     assert main(["history", "--searches", "--out", str(tmp_path), "--format", "json"]) == 0
     listed = {row["run_id"]: row for row in json.loads(capsys.readouterr().out)}
@@ -443,4 +448,7 @@ def test_history_searches_says_what_a_probe_found_not_its_rateless_verdict(
         "20261121-214500-s-0001": (2, 5),
         "20261121-214501-s-0002": (0, 2),
         "20261121-214502-s-0003": (None, None),
+        # A probe all of whose attempts were infra-errors: its counts, 0 (they read null,
+        # as for a run that is no probe; review).
+        "20261121-214503-s-0004": (0, 0),
     }
