@@ -444,10 +444,11 @@ def _needs(
 
 
 def _runner_checks(runner: str) -> list[Check]:
-    """Without a SPEC, what `--runner` itself needs here (`doctor --runner venv` checked the
-    local runner's machine alone, the runner ignored): venv, uv to build each cell's venv
-    with; docker, an engine that answers. The images and venvs a spec's cells need are its
-    own checks (with SPEC)."""
+    """What `--runner` itself needs here (`doctor --runner venv` checked the local runner's
+    machine alone, the runner ignored): venv, uv to build each cell's venv with, asked with
+    or without a SPEC (a spec's venvs need it alike); docker, an engine that answers, asked
+    here without a SPEC only. The images a spec's cells need, and whether their venvs'
+    packages resolve (`venv-packages`), are that spec's own checks."""
     from reprospec.doctor import Check
 
     if runner == "docker":
