@@ -285,24 +285,29 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
         whose = " (the venv runner builds each cell's venv on it)" if venv else ""
         return [_Interpreter(given or sys.executable, whose, needs)], None
     wanted = [(p, cells) for p, cells in needs.pythons if p is not None] or [(needs.python, ())]
-    several = len(wanted) > 1
     # Each interpreter found, with the pythons and cells of it: two pythons that name one
     # interpreter (`3.11` and `3.11.7`, a path and its version) were each probed, and one that
     # could not be captured was said twice, as two (`python 3.11 (cell py=3.11): ...; python
     # 3.11.7 (cell py=3.11.7): ...`, the same failure).
     of_path: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    missing: list[str] = []
+    not_here: list[tuple[str, tuple[str, ...]]] = []  # (why, cells) of each not found
     versions: list[str] = []  # of those not found
     for request, cells in wanted:
-        # (no cell ids given: nothing to name, where it said "(cells )")
-        of = f" ({named_cells(cells)})" if cells and several else ""
         try:
             path = find_interpreter(request).path
         except EnvBuildError as exc:
-            missing.append(f"{exc}{of}")
+            not_here.append((str(exc), cells))
             versions.append(request)
             continue
         of_path.setdefault(path, []).append((request, cells))
+    # Counted once grouped: two pythons of one interpreter (`3.11`, `3.11.7`) are one, whose
+    # label named every cell of the matrix (`python 3.11 and 3.11.7 (cells py=3.11,
+    # py=3.11.7)`), the noise a single interpreter's check is spared.
+    several = len(of_path) + len(not_here) > 1
+    # (no cell ids given: nothing to name, where it said "(cells )")
+    missing = [
+        f"{why} ({named_cells(cells)})" if cells and several else why for why, cells in not_here
+    ]
     found: list[_Interpreter] = []
     for path, group in of_path.items():
         requests = [request for request, _ in group]

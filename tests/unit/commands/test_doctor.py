@@ -45,3 +45,30 @@ def test_cells_that_name_no_python_are_not_among_every_cell_of_a_python_not_here
     _, base = command._interpreter(None, needs)
     assert base is not None
     assert "so every such cell would be an infra error" in base.why, base.why
+
+
+def test_two_pythons_of_one_interpreter_are_one_and_name_no_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `python: ['3.11', '3.11.7']`, one interpreter: `several` was counted before grouping,
+    # and the only interpreter's label named every cell of the matrix.
+    found = {"3.11": "/py/3.11", "3.11.7": "/py/3.11"}
+    monkeypatch.setattr(build, "find_interpreter", _search(found))
+    pythons = (("3.11", ("py=3.11",)), ("3.11.7", ("py=3.11.7",)))
+    needs = doctor.Needs(python="3.11", pythons=pythons, runner="venv")
+    interpreters, base = command._interpreter(None, needs)
+    assert base is None
+    assert [each.path for each in interpreters] == ["/py/3.11"]
+    assert interpreters[0].label == "", interpreters[0].label
+
+
+def test_a_python_not_here_beside_one_found_names_its_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(build, "find_interpreter", _search({"3.11": "/py/3.11"}))
+    pythons = (("3.4", ("py=3.4",)), ("3.11", ("py=3.11",)))
+    needs = doctor.Needs(python="3.11", pythons=pythons, runner="venv")
+    interpreters, base = command._interpreter(None, needs)
+    assert base is not None
+    assert base.why.startswith("no Python 3.4 on this machine (cell py=3.4): "), base.why
+    assert interpreters[0].label == "python 3.11 (cell py=3.11)", interpreters[0].label
