@@ -333,8 +333,13 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
         else None
     )
     if not found:
-        # No interpreter of it to compare: said by `base`.
-        return [_Interpreter(sys.executable, needs=replace(needs, python=None, pythons=()))], base
+        # No interpreter of it to compare: said by `base`. The header said a bare path, read
+        # as what the cells run, where it is only the base of the cells that name no python.
+        whose = (
+            " (reprospec's own, none of the spec's pythons being here: the venv runner builds "
+            "on it only the cells that name no python)"
+        )
+        return [_Interpreter(sys.executable, whose, replace(needs, python=None, pythons=()))], base
     return found, base
 
 

@@ -72,3 +72,16 @@ def test_a_python_not_here_beside_one_found_names_its_cells(
     assert base is not None
     assert base.why.startswith("no Python 3.4 on this machine (cell py=3.4): "), base.why
     assert interpreters[0].label == "python 3.11 (cell py=3.11)", interpreters[0].label
+
+
+def test_none_of_the_pythons_here_says_whose_the_checked_interpreter_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The header read `reprospec doctor: /usr/bin/python3.12 for spec.yaml`, a bare path taken
+    # for what the cells run, though no cell that names a python is built on it.
+    monkeypatch.setattr(build, "find_interpreter", _search({}))
+    needs = doctor.Needs(python="3.9", pythons=(("3.9", ()),), runner="venv")
+    interpreters, base = command._interpreter(None, needs)
+    assert base is not None
+    assert base.status == "fail"
+    assert "none of the spec's pythons being here" in interpreters[0].whose, interpreters[0].whose
