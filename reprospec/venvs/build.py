@@ -440,36 +440,37 @@ def hold(root: Path, key: str) -> SharedHold | None:
 
 def read_meta(folder: Path) -> JsonObject | None:
     """An environment's reprospec-env.json; None for a folder that is no complete environment."""
-    try:
-        data = json.loads((folder / META).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and (folder / "bin" / "python").exists() else None
+    data, problem = read_meta_why(folder)
+    return None if problem else data
 
 
-def meta_problem(folder: Path) -> str:
-    """Why `folder`, which `read_meta` refused, is an environment whose description cannot
-    be read, in a few words (`envs list` says it, and a run building it again); "" where it
-    is no environment's folder at all (neither a reprospec-env.json nor a venv's pyvenv.cfg
-    in it: something else someone keeps under the environments folder, which list and prune
-    leave alone)."""
+def read_meta_why(folder: Path) -> tuple[JsonObject | None, str]:
+    """`folder`'s reprospec-env.json where it is a JSON object (else None), and why the folder
+    is an environment whose description cannot be read, in a few words (`envs list` says it,
+    and a run building it again; "" where it is a complete environment, or no environment's
+    folder at all: neither a reprospec-env.json nor a venv's pyvenv.cfg in it, something else
+    someone keeps under the environments folder, which list and prune leave alone). Of one
+    whose bin/python is gone, the description is returned beside why: `envs list` says the
+    python and packages it was built with, which decide whether to reinstall or prune."""
     meta = folder / META
-    if not meta.exists() and not meta.is_symlink():
-        return f"it has no {META}" if (folder / "pyvenv.cfg").exists() else ""
     try:
         data = json.loads(meta.read_text(encoding="utf-8"))
     except OSError as exc:
-        return f"its {META} cannot be read ({exc.strerror or exc})"
+        if not meta.exists() and not meta.is_symlink():
+            return None, f"it has no {META}" if (folder / "pyvenv.cfg").exists() else ""
+        return None, f"its {META} cannot be read ({exc.strerror or exc})"
     except ValueError as exc:
-        return f"its {META} is not JSON ({exc})"
+        return None, f"its {META} is not JSON ({exc})"
     if not isinstance(data, dict):
-        return f"its {META} is not a JSON object"
+        return None, f"its {META} is not a JSON object"
     python = folder / "bin" / "python"
+    if python.exists():
+        return data, ""
     if python.is_symlink():
         # The interpreter it was built on was removed since (a pyenv version uninstalled).
         with contextlib.suppress(OSError):
-            return f"its bin/python links to {python.readlink()}, which is gone"
-    return "it has no bin/python"
+            return data, f"its bin/python links to {python.readlink()}, which is gone"
+    return data, "it has no bin/python"
 
 
 def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
@@ -479,11 +480,10 @@ def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) ->
     is not installed") until its folder was removed, which nothing said. A folder this user
     cannot write (another's, shared) is reused as it is: it cannot be built again there.
     `say`: where the rebuild is said (once: under the build lock, not in the look before it)."""
-    meta = read_meta(folder)
-    if meta is None:
+    meta, problem = read_meta_why(folder)
+    if meta is None or problem:
         # One whose description cannot be read was built again without a word, as if new.
-        problem = meta_problem(folder) if say is not None and folder.is_dir() else ""
-        if say is not None and problem:
+        if say is not None and problem and folder.is_dir():
             say("check", f"{folder}: {problem}: building it again")
         return None
     changed = _changed_since_built(folder, installed(meta))

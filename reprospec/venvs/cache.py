@@ -26,8 +26,7 @@ from reprospec.venvs.build import (
     cutoff_of,
     in_use_lock,
     locked,
-    meta_problem,
-    read_meta,
+    read_meta_why,
     uploaded_before,
 )
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
@@ -57,7 +56,9 @@ class EnvInfo:
     # Why its description (reprospec-env.json) cannot be read, where it cannot ("": it can):
     # such a folder was left out of `envs list` and `envs prune` without a word, "no
     # environments" said beside a folder of megabytes that nothing would ever remove. Its
-    # python and packages are unknown; its size, uses and lock are read as any other's.
+    # python and packages are unknown, but where its description is read and its bin/python
+    # alone is gone (the interpreter uninstalled): they say what to reinstall. Its size,
+    # uses and lock are read as any other's.
     unreadable: str = ""
 
     def to_dict(self) -> JsonObject:
@@ -90,24 +91,25 @@ class EnvInfo:
         read says so instead, and where it is (`unreadable: its reprospec-env.json is not
         JSON (...), /envs/KEY`): what it holds is unknown, and the folder is the user's to see."""
         if self.unreadable:
-            return f"unreadable: {self.unreadable}, {self.path}"
+            known = f"{self.holds()}, " if self.packages else ""
+            return f"{known}unreadable: {self.unreadable}, {self.path}"
         return self.holds() + "".join(f" ({source})" for source in self.sources)
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
     """Every environment under `root`, most recently used first: each complete one, and each
-    folder of one whose description cannot be read (`EnvInfo.unreadable`, `meta_problem`)."""
+    folder of one whose description cannot be read (`EnvInfo.unreadable`, `read_meta_why`:
+    the python and packages of one whose description is there but whose bin/python is gone)."""
     out: list[EnvInfo] = []
     if not root.is_dir():
         return out
     for folder in root.iterdir():
         if folder.name.startswith(".") or not folder.is_dir():
             continue
-        meta = read_meta(folder)
+        meta, unreadable = read_meta_why(folder)
         # (a link to a folder elsewhere is listed where it is a whole environment, as before,
         # never taken for a broken one: pruning it would move the link alone)
-        unreadable = meta_problem(folder) if meta is None and not folder.is_symlink() else ""
-        if meta is None and not unreadable:
+        if (unreadable and folder.is_symlink()) or (meta is None and not unreadable):
             continue  # no environment's folder: not ours to list, nor to remove
         request = (meta or {}).get("request")
         request = request if isinstance(request, dict) else {}

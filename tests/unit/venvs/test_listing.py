@@ -35,3 +35,23 @@ def test_a_link_to_a_whole_environment_is_listed_and_a_link_to_a_broken_one_is_n
     assert sorted(listed) == ["0123456789abcdef", "aaaaaaaaaaaaaaaa"]
     assert listed["0123456789abcdef"].packages == ("six",)
     assert listed["aaaaaaaaaaaaaaaa"].unreadable.startswith("its reprospec-env.json is not JSON")
+
+
+def test_one_whose_interpreter_is_gone_is_listed_with_its_python_and_packages(
+    tmp_path: Path,
+) -> None:
+    """A description that reads, beside a bin/python whose interpreter was uninstalled: it
+    was listed with Python `?` and no packages, though the description holds both, which
+    decide whether to reinstall that python or prune it."""
+    meta = {"request": {"python": {"version": "3.10.4"}, "packages": ["torch==2.1.0"]}}
+    folder = tmp_path / "envs" / "0123456789abcdef"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").symlink_to(tmp_path / "gone" / "python3.10")
+    (folder / venvs.META).write_text(json.dumps({**meta, "created": "2026-01-02T03:04:05+00:00"}))
+    [env] = venvs.list_envs(tmp_path / "envs")
+    assert env.python == "3.10.4"
+    assert env.packages == ("torch==2.1.0",)
+    assert env.created == "2026-01-02T03:04:05+00:00"
+    gone = tmp_path / "gone" / "python3.10"
+    assert env.unreadable == f"its bin/python links to {gone}, which is gone"
+    assert env.listed().startswith("torch==2.1.0, unreadable: its bin/python links to ")
