@@ -486,7 +486,7 @@ def _capture(
             if observed.outcome.kind == "crash"
             else a.stack
             if observed.outcome.kind == "hang"
-            else traceback_stack(attempt_output(run_dir, a))
+            else traceback_stack(attempt_output(run_dir, a), observed.outcome.exception)
             for a in attempts
             if a.ran and a.ran.signature == observed.signature
         )

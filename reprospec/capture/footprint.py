@@ -773,13 +773,25 @@ def faulthandler_stack(output: str) -> str | None:
 _CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", re.M)
 
 
-def traceback_stack(output: str) -> str | None:
-    """The last Python traceback in an attempt's output, from its `Traceback (most recent
-    call last):` on (of chained ones, the exception that ended the process), for
-    `crash_frame`: an error's title named no frame (`pkg.run: IndexError`) where a crash's
-    named the one it died in. None without one."""
-    start = output.rfind(TRACEBACK_HEADER)
-    return output[start:] if start >= 0 else None
+def traceback_stack(output: str, exception: str | None = None) -> str | None:
+    """The last Python traceback in an attempt's output that ends in `exception` (the
+    outcome's, where it names one), from its `Traceback (most recent call last):` on (of
+    chained ones, the exception that ended the process), for `crash_frame`: an error's title
+    named no frame (`pkg.run: IndexError`) where a crash's named the one it died in. A
+    launcher's own traceback after its child's (torchrun's `ChildFailedError` after a
+    rank's `ValueError`) is not the outcome's: the title named torchrun's `<module>
+    (torchrun:8)` as where the ValueError was raised. The last of all where none ends in it;
+    None without one."""
+    starts = [m.start() for m in re.finditer(re.escape(TRACEBACK_HEADER), output)]
+    if not starts:
+        return None
+    if exception is not None:
+        ends = re.compile(rf"^(?:[\w.]+\.)?{re.escape(exception)}(?::|$)", re.M)
+        for at, start in reversed(list(enumerate(starts))):
+            block = output[start : starts[at + 1] if at + 1 < len(starts) else len(output)]
+            if ends.search(block):
+                return output[start:]
+    return output[starts[-1] :]
 
 
 def _crashed_thread(dump: str) -> str:

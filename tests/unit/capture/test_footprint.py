@@ -12,7 +12,9 @@ from reprospec.capture.footprint import (
     foreign_packages,
     hung_import,
     shell_only,
+    traceback_stack,
 )
+from tests.support.paths import DATA
 
 
 def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines() -> None:
@@ -115,3 +117,15 @@ def test_a_crash_frame_is_past_a_free_threaded_builds_standard_library(tmp_path:
         '  File "/opt/tools/crash.py", line 3 in boom\n'
     )
     assert crash_frame(stack, tmp_path) == "boom (crash.py:3)"
+
+
+def test_an_errors_frame_is_its_own_tracebacks_not_a_launchers_after_it() -> None:
+    # A real torchrun of two ranks, rank 1 raising ValueError in /tmp/G/tr/train.py; then
+    # torchrun's own ChildFailedError traceback. The outcome's exception is the rank's: its
+    # frame was read from torchrun's traceback, `<module> (torchrun:8)`.
+    output = (DATA / "recorded" / "torchrun-rank1-valueerror.stderr.log").read_text()
+    workdir = Path("/tmp/G/tr")
+    assert crash_frame(traceback_stack(output, "ValueError"), workdir) == "<module> (train.py:5)"
+    # The launcher's own exception is its own traceback's, and without one, the last.
+    for exception in ("ChildFailedError", None):
+        assert crash_frame(traceback_stack(output, exception), workdir) == "<module> (torchrun:8)"
