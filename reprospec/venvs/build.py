@@ -468,8 +468,10 @@ def read_meta_why(folder: Path) -> tuple[JsonObject | None, str]:
         return data, ""
     if python.is_symlink():
         # The interpreter it was built on was removed since (a pyenv version uninstalled).
-        with contextlib.suppress(OSError):
-            return data, f"its bin/python links to {python.readlink()}, which is gone"
+        # Said is the path that is gone, at the links' end: a venv laid out as stdlib's links
+        # python -> python3 -> /abs/python3, and "links to python3, which is gone" named
+        # a link that is there.
+        return data, f"its bin/python links to {os.path.realpath(python)}, which is gone"
     return data, "it has no bin/python"
 
 

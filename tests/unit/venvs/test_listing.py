@@ -55,3 +55,18 @@ def test_one_whose_interpreter_is_gone_is_listed_with_its_python_and_packages(
     gone = tmp_path / "gone" / "python3.10"
     assert env.unreadable == f"its bin/python links to {gone}, which is gone"
     assert env.listed().startswith("torch==2.1.0, unreadable: its bin/python links to ")
+
+
+def test_a_chain_of_links_to_a_gone_interpreter_names_the_path_that_is_gone(
+    tmp_path: Path,
+) -> None:
+    """A venv laid out as stdlib's (`python -> python3 -> /abs/python3`): it said `its
+    bin/python links to python3, which is gone`, though python3 is there (a link itself)."""
+    folder = tmp_path / "envs" / "0123456789abcdef"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python3").symlink_to(tmp_path / "gone" / "python3")
+    (folder / "bin" / "python").symlink_to("python3")
+    (folder / venvs.META).write_text(json.dumps({"request": {}}))
+    [env] = venvs.list_envs(tmp_path / "envs")
+    gone = tmp_path / "gone" / "python3"
+    assert env.unreadable == f"its bin/python links to {gone}, which is gone"
