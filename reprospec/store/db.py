@@ -860,16 +860,21 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'observed') AS observed,
-                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts,
-                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id
-                        AND a.infra_error IS NULL) AS ran,
-                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id
-                        AND a.infra_error IS NULL AND a.matched) AS failed_as_expected,
-                   (SELECT COUNT(DISTINCT a.cell_id) FROM attempts a
-                        WHERE a.run_id = r.run_id) AS with_attempts,
+                   COALESCE(g.attempts, 0) AS attempts, COALESCE(g.ran, 0) AS ran,
+                   COALESCE(g.failed_as_expected, 0) AS failed_as_expected,
+                   COALESCE(g.with_attempts, 0) AS with_attempts,
                    (SELECT a.perturbed FROM attempts a WHERE a.run_id = r.run_id
                         AND a.perturbed IS NOT NULL LIMIT 1) AS perturbed
-            FROM runs r {where}
+            FROM runs r
+            -- One pass over the attempts for their four counts, where a subquery each
+            -- read a run's attempts four times (all runs' alike: ORDER BY sorts them all).
+            LEFT JOIN (
+                SELECT run_id, COUNT(*) AS attempts, SUM(infra_error IS NULL) AS ran,
+                       SUM(infra_error IS NULL AND matched) AS failed_as_expected,
+                       COUNT(DISTINCT cell_id) AS with_attempts
+                FROM attempts GROUP BY run_id
+            ) g ON g.run_id = r.run_id
+            {where}
             ORDER BY r.started DESC, r.rowid DESC{page}
             """,
             args,

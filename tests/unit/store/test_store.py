@@ -93,6 +93,10 @@ def test_running_run_and_bad_status(tmp_path: Path) -> None:
     store.begin_run("r1", "s", "s.yaml", "name: s\n", "local", ["run", "s.yaml"], {})
     assert store.runs()[0]["status"] == "running"
     assert store.runs()[0]["finished"] is None
+    # No attempt stored yet: its counts are 0, not null (one grouped join gives them).
+    (row,) = store.runs()
+    counts = ("attempts", "ran", "failed_as_expected", "with_attempts")
+    assert [row[key] for key in counts] == [0, 0, 0, 0]
     with pytest.raises(ValueError, match="run status"):
         store.finish_run("r1", "done")
 
