@@ -2654,9 +2654,10 @@ _ENVIRONMENT_NAMED = re.compile(
 # `~/.pyenv/versions/3.11.4` (a project's `versions/v1` is none).
 _ENVIRONMENTS_FOLDERS = frozenset({"envs", ".virtualenvs", "virtualenvs", "venvs", ".venvs"})
 # The console scripts Python environments install that no project ships in its own `bin`
-# (review): one is the environment's wherever it stands. A shell, srun or mpirun in a
-# `bin` is a build of them (`~/openmpi-4.1/bin/mpirun`), not an environment's.
-_CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "lightning"})
+# (review), and uv, which its installers put in a `bin` of their own (`~/.cargo/bin/uv`):
+# one is the environment's wherever it stands. A shell, srun or mpirun in a `bin` is a
+# build of them (`~/openmpi-4.1/bin/mpirun`), not an environment's.
+_CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "lightning", "uv"})
 
 
 def _environments_script(parts: tuple[str, ...]) -> str | None:
