@@ -532,7 +532,8 @@ class SpecItem(pytest.Item):
             raise NotReproduced(self._explain("not reproduced"))
         if cell.verdict == "undecided":
             # The rate's interval straddles the bound: nothing is shown yet, either way (the
-            # reason says so, and to run more attempts).
+            # reason says so, and how many attempts decide it or why no count does:
+            # judge.more_attempts).
             raise NotReproduced(self._explain("undecided"))
 
     def _where(self) -> str:

@@ -484,12 +484,12 @@ _UNDECIDED_SAID = 5
 
 
 def undecided_lines(result: RunResult) -> list[str]:
-    """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do
-    (only report.md's reason said `run more attempts`), and how many is the question. At the
-    rate seen, the attempts after which its 95% interval no longer straddles the bound,
-    looked for up to `--repeat`'s limit, and how to ask for them within a run's
-    (`_RunSize`). An interrupted run's cells are finished by `--resume` first, which its own
-    line says."""
+    """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do,
+    and how many is the question. The cell's reason says how many decide it, or why no count
+    does (judge.more_attempts: at the rate seen, the attempts after which its 95% interval no
+    longer straddles the bound, looked for up to `--repeat`'s limit); this line says it too
+    and adds the `--repeat` to ask for them within a run's (`_RunSize`). An interrupted run's
+    cells are finished by `--resume` first, which its own line says."""
     cells = [c for c in result.cells if c.verdict == "undecided" and not result.interrupted]
     lines = []
     size: _RunSize | None = None
