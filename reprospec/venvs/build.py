@@ -606,7 +606,13 @@ def _build(
     (root / TMP).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}-", dir=root / TMP))
     try:
-        if final.exists():  # a folder without its description: a torn copy, never used
+        if final.is_symlink():
+            # A link to an environment kept elsewhere whose description cannot be read, or
+            # whose packages changed: rmtree refused it (a bare OSError, no infra error). The
+            # link alone goes; its target is never built over, nor removed.
+            say("check", f"{final} is a link to {final.readlink()}: removing the link alone")
+            final.unlink()
+        elif final.exists():  # a folder without its description: a torn copy, never used
             shutil.rmtree(final)
         say("create", f"creating a venv with Python {request.python.version}")
         done = _uv(

@@ -369,3 +369,33 @@ def test_a_named_or_extras_folder_package_is_keyed_by_its_files(entry: str, tmp_
     assert first.sources[0][1].startswith(f"{tmp_path / 'mypkg'} ")
     (tmp_path / "mypkg" / "m.py").write_text("VALUE = 40\n")
     assert _request((entry,), tmp_path).key() != first.key()
+
+
+def test_a_link_to_an_environment_to_build_again_is_removed_not_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link in the environments folder to one elsewhere whose description is not JSON:
+    the run said `building it again`, then rmtree refused the link, an OSError that is no
+    InfraError. The link alone goes (uv is stubbed here, failing at once)."""
+    import subprocess
+
+    from reprospec.venvs import build
+
+    def failing(*_: object, **__: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], 1, "", "error: stubbed")
+
+    monkeypatch.setattr(build, "_uv", failing)
+    request = _request((), tmp_path)
+    target = tmp_path / "elsewhere"
+    (target / "bin").mkdir(parents=True)
+    (target / "bin" / "python").write_text("")
+    (target / build.META).write_text("{bad")
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / request.key()).symlink_to(target)
+    said: list[str] = []
+    with pytest.raises(EnvBuildError, match="uv venv failed"):
+        build.ensure_env(request, root, progress=lambda p: said.append(p.message))
+    assert not (root / request.key()).is_symlink()
+    assert (target / build.META).read_text() == "{bad"
+    assert any("removing the link alone" in line for line in said), said
