@@ -127,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
     swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
+        if env.linked_to:
+            kept = f"  (a link: its environment at {env.linked_to} kept)"
+            print(f"{verb} link {env.key}  Python {env.python or '?'}  {env.listed()}{kept}")
+            continue
         print(f"{verb} {env.key}  Python {env.python or '?'}  {env.listed()}")
     for left in swept:
         print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")

@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -60,6 +61,9 @@ class EnvInfo:
     # alone is gone (the interpreter uninstalled): they say what to reinstall. Its size,
     # uses and lock are read as any other's.
     unreadable: str = ""
+    # Where a link in the environments folder points ("": no link): prune removes the link
+    # alone, never its target, and frees nothing (its size is the target's).
+    linked_to: str = ""
 
     def to_dict(self) -> JsonObject:
         return {
@@ -139,6 +143,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 ),
                 cutoff=cutoff_of(request) or "",
                 unreadable=unreadable,
+                linked_to=str(folder.readlink()) if folder.is_symlink() else "",
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
@@ -176,6 +181,17 @@ def prune_envs(
         if not _due(env, older_than_s, keys, now):
             continue
         if env.in_use:
+            continue
+        if env.linked_to:
+            # A link to an environment elsewhere: the rename below moved the link alone into
+            # .tmp, where rmtree (which refuses a link) and every later sweep left it, and its
+            # target's size was said freed. The link goes; the target is never touched.
+            if not dry_run:
+                with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:
+                    if not alone:
+                        continue
+                    env.path.unlink(missing_ok=True)
+            removed.append(replace(env, size_bytes=0))
             continue
         if not dry_run:
             with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:

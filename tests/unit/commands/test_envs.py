@@ -175,3 +175,19 @@ def test_environments_of_two_days_of_a_bisect_by_date_are_told_apart(envs_root: 
         "packaging (uploaded before 2022-12-06T23:59:59Z)",
         "packaging (uploaded before 2022-12-07T23:59:59Z)",
     ]
+
+
+def test_prune_of_a_link_says_it_removes_the_link_and_keeps_its_environment(
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said `removed 1 environment, <the target's size>`, the target untouched.
+    target = _environment(tmp_path / "elsewhere", "0123456789abcdef", time.time())
+    (target / "big").write_bytes(b"x" * 10_000)
+    envs_root.mkdir()
+    (envs_root / "0123456789abcdef").symlink_to(target)
+    assert main(["envs", "prune", "--all", "--out", str(tmp_path / "o")]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("removed link 0123456789abcdef  Python ?  x==1"), said.out
+    assert f"(a link: its environment at {target} kept)" in said.out
+    assert "removed 1 environment, 0 B" in said.err, said.err
+    assert (target / "big").exists()

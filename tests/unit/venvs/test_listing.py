@@ -70,3 +70,26 @@ def test_a_chain_of_links_to_a_gone_interpreter_names_the_path_that_is_gone(
     [env] = venvs.list_envs(tmp_path / "envs")
     gone = tmp_path / "gone" / "python3"
     assert env.unreadable == f"its bin/python links to {gone}, which is gone"
+
+
+def test_prune_of_a_link_removes_the_link_alone_and_frees_nothing(tmp_path: Path) -> None:
+    """A listed link was renamed into .tmp, where rmtree (which refuses a link) and every
+    later sweep left it, its target untouched, and its target's size was said freed."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    whole = _environment(tmp_path / "elsewhere" / "whole", meta)
+    (whole / "big").write_bytes(b"x" * 10_000)
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "0123456789abcdef").symlink_to(whole)
+    [listed] = venvs.list_envs(root)
+    assert listed.linked_to == str(whole)
+    [would] = venvs.prune_envs(root, dry_run=True)
+    assert would.size_bytes == 0
+    assert (root / "0123456789abcdef").is_symlink()
+    [removed] = venvs.prune_envs(root)
+    assert removed.size_bytes == 0
+    assert removed.linked_to == str(whole)
+    assert not (root / "0123456789abcdef").is_symlink()
+    assert (whole / "big").stat().st_size == 10_000
+    assert not (root / ".tmp").exists() or not any((root / ".tmp").iterdir())
+    assert venvs.sweep_unfinished(root) == []
