@@ -3117,6 +3117,13 @@ def test_lldb_frames_are_the_crashed_threads_among_every_threads() -> None:
     )
 
 
+def test_the_frame_up_shows_before_bt_is_no_backtrace_of_its_own() -> None:
+    # A real gdb 13 session: `up` shows frame #1 alone, then `bt` the backtrace from #0.
+    # The lone #1 was read as the backtrace's first frame, and bt's #0 ended it.
+    read = read_ticket(ticket("gdb-up-then-bt.md"))
+    assert read.native_frames == ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@crash.c")
+
+
 def test_a_gdb_stop_at_a_signal_that_is_no_crash_is_not_the_crash() -> None:
     # Real gdb 13 sessions. A program raised a signal it handles (SIGUSR1), which gdb
     # stops at, then crashed: the SIGUSR1 was the crash's signal, its `raise` frames the
