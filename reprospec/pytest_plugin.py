@@ -533,7 +533,7 @@ class SpecItem(pytest.Item):
         if cell.verdict == "undecided":
             # The rate's interval straddles the bound: nothing is shown yet, either way (the
             # reason says so, and how many attempts decide it or why no count does:
-            # judge.more_attempts).
+            # judge.deciding).
             raise NotReproduced(self._explain("undecided"))
 
     def _where(self) -> str:

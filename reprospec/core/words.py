@@ -26,7 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.lazyre import Lazy
@@ -41,7 +41,7 @@ from reprospec.core.results import (
     group_named,
 )
 from reprospec.core.signals import canonical_signal
-from reprospec.core.units import format_size
+from reprospec.core.units import RateBound, format_size
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -612,6 +612,48 @@ def cell_rate_phrase(rate: Rate, expected: Expectation) -> str:
     if expected.observes:
         return str(rate.attempts)
     return rate_phrase(rate)
+
+
+class Deciding(NamedTuple):
+    """What more attempts do to an undecided rate against its bound, as judge.deciding
+    works it out, for `more_attempts_phrase` to say. `case`: "count", `needed` attempts
+    decide it, `verdict` which way, at the rate seen; "above-zero" (`>0`, no failure seen:
+    one meets it, no count of clean attempts refutes it) and "below-one" (`<1`, every
+    attempt failed: the mirror), with the `expect.rate` that `attempts` would refute
+    (`refuted`, `>=` and `<=` of it); "none-ran"; "at-bound", the rate seen is the bound
+    itself; "past-limit", it takes more than `--repeat`'s limit."""
+
+    case: Literal["count", "above-zero", "below-one", "none-ran", "at-bound", "past-limit"]
+    needed: int | None = None
+    verdict: str = ""
+    refuted: float = 0.0
+    attempts: int = 0
+
+
+def more_attempts_phrase(deciding: Deciding, bound: RateBound) -> str:
+    """`Deciding` in words, as the cell's reason and `run`'s undecided line both say it
+    (report.md, JUnit, pytest, GitHub and the terminal): `at the rate seen, about 40
+    attempts decide it (reproduced)`, or why no count does."""
+    from reprospec.core.bounds import MAX_REPEAT
+
+    case, refuted, attempts = deciding.case, deciding.refuted, deciding.attempts
+    if case == "count":
+        return f"at the rate seen, about {deciding.needed} attempts decide it ({deciding.verdict})"
+    if case == "above-zero":
+        return (
+            f"one failure meets {bound} and no count of clean attempts refutes it: "
+            f"expect.rate: '>={refuted:g}' is refuted by {attempts} clean attempts"
+        )
+    if case == "below-one":
+        return (
+            f"one clean attempt meets {bound} and no count of failures refutes it: "
+            f"expect.rate: '<={refuted:g}' is refuted by {attempts} failing attempts"
+        )
+    if case == "none-ran":
+        return "run more attempts"
+    if case == "at-bound":
+        return "the rate seen is the bound itself: more attempts may not decide it"
+    return f"at the rate seen, it takes more than {MAX_REPEAT:,} attempts (--repeat's limit)"
 
 
 def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:

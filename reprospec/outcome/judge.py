@@ -40,11 +40,13 @@ from reprospec.core.words import (
     NOT_RUN,
     PRIVATE_TMP_HINT,
     PRIVATE_TMP_LEFT,
+    Deciding,
     attempts_phrase,
     expectation_phrase,
     interrupted_phrase,
     mismatch,
     missed_keys,
+    more_attempts_phrase,
     outcome_phrase,
     rate_phrase,
     shorten,
@@ -219,14 +221,14 @@ def alike_phrase(missed: str) -> str:
     )
 
 
-def more_attempts(rate: Rate, bound: RateBound) -> tuple[str, int | None]:
-    """What more attempts do to an undecided `rate` against `bound`, in words, and the
-    attempts that decide it (None where no count does): how many decide it and which way
-    at the rate seen; that none refutes `>0` where no failure was seen, and the bound that
-    clean attempts would (`refuting_bound`), or `<1` where every attempt failed, and the
-    bound that failures would; that the rate seen is the bound itself; or that it takes
-    more than `--repeat`'s limit. The cell's reason and `run`'s undecided line both say
-    it: report.md said "run more attempts" where the terminal said how many."""
+def deciding(rate: Rate, bound: RateBound) -> Deciding:
+    """What more attempts do to an undecided `rate` against `bound` (words.Deciding; said by
+    words.more_attempts_phrase): how many decide it and which way at the rate seen; that
+    none refutes `>0` where no failure was seen, and the bound that clean attempts would
+    (`refuting_bound`), or `<1` where every attempt failed, and the bound that failures
+    would; that the rate seen is the bound itself; or that it takes more than `--repeat`'s
+    limit. The cell's reason and `run`'s undecided line both say it: report.md said "run
+    more attempts" where the terminal said how many."""
     import math
 
     from reprospec.core.bounds import MAX_REPEAT
@@ -235,26 +237,19 @@ def more_attempts(rate: Rate, bound: RateBound) -> tuple[str, int | None]:
     seen = rate.matched / rate.attempts if rate.attempts else 0.0
     if rate.attempts and (decided := attempts_to_decide(seen, bound, rate.attempts, MAX_REPEAT)):
         needed, judged = decided
-        verdict = rate_verdict(judged).replace("-", " ")
-        return f"at the rate seen, about {needed} attempts decide it ({verdict})", needed
+        return Deciding("count", needed, rate_verdict(judged).replace("-", " "))
     if rate.matched == 0 and bound.op == ">" and bound.value <= 0:
         floor, clean = refuting_bound(0, max(rate.attempts, 1))
-        return (
-            f"one failure meets {bound} and no count of clean attempts refutes it: "
-            f"expect.rate: '>={floor:g}' is refuted by {clean} clean attempts"
-        ), None
+        return Deciding("above-zero", refuted=floor, attempts=clean)
     if rate.attempts and rate.matched == rate.attempts and bound.op == "<" and bound.value >= 1:
         # The mirror of `>0`: no count of failures refutes `<1`, one clean attempt meets it.
         floor, failing = refuting_bound(0, rate.attempts)
-        return (
-            f"one clean attempt meets {bound} and no count of failures refutes it: "
-            f"expect.rate: '<={1 - floor:g}' is refuted by {failing} failing attempts"
-        ), None
+        return Deciding("below-one", refuted=1 - floor, attempts=failing)
     if not rate.attempts:
-        return "run more attempts", None
+        return Deciding("none-ran")
     if math.isclose(seen, bound.value):
-        return "the rate seen is the bound itself: more attempts may not decide it", None
-    return f"at the rate seen, it takes more than {MAX_REPEAT:,} attempts (--repeat's limit)", None
+        return Deciding("at-bound")
+    return Deciding("past-limit")
 
 
 def rate_verdict(judgement: RateJudgement) -> VerdictKind:
@@ -275,7 +270,7 @@ def _rate_reason(
     if judged == "undecided":
         # "intermittent" when it did happen sometimes and not always.
         flaky = " (intermittent)" if 0 < rate.matched < rate.attempts else ""
-        more = more_attempts(rate, bound)[0]
+        more = more_attempts_phrase(deciding(rate, bound), bound)
         return f"undecided{flaky}: {observed} straddles {bound} ({what}); {more}{missed}"
     if judged == "met":
         return f"{observed} meets {bound} ({what})"

@@ -486,7 +486,7 @@ _UNDECIDED_SAID = 5
 def undecided_lines(result: RunResult) -> list[str]:
     """What decides each undecided cell: exit 4 and `1 undecided` said nothing of what to do,
     and how many is the question. The cell's reason says how many decide it, or why no count
-    does (judge.more_attempts: at the rate seen, the attempts after which its 95% interval no
+    does (judge.deciding: at the rate seen, the attempts after which its 95% interval no
     longer straddles the bound, looked for up to `--repeat`'s limit); this line says it too
     and adds the `--repeat` to ask for them within a run's (`_RunSize`). An interrupted run's
     cells are finished by `--resume` first, which its own line says."""
@@ -541,16 +541,18 @@ class _RunSize(NamedTuple):
 def _deciding(cell: CellResult, bound: RateBound, size: _RunSize) -> str:
     """What more attempts do to an undecided cell's rate: nothing where every attempt
     missed the expect the same way (the expect is what to change, as report.md's reason
-    says); else what its reason says (judge.more_attempts: how many decide it and which
-    way, or why no count does), and where a count does, how to ask for it: `--repeat N`
-    where the run's cells take that many each, else with the `-m` filters of the cell
-    alone, and as `run.max_repeat` where the spec's cells do."""
+    says); else what its reason says (judge.deciding, worded by words.more_attempts_phrase:
+    how many decide it and which way, or why no count does), and where a count does, how to
+    ask for it: `--repeat N` where the run's cells take that many each, else with the `-m`
+    filters of the cell alone, and as `run.max_repeat` where the spec's cells do."""
     from reprospec.core.bounds import MAX_ATTEMPTS
-    from reprospec.outcome.judge import alike_phrase, missed_alike, more_attempts
+    from reprospec.core.words import more_attempts_phrase
+    from reprospec.outcome.judge import alike_phrase, deciding, missed_alike
 
     if keys := missed_alike(cell.attempts):
         return alike_phrase(keys)
-    said, needed = more_attempts(cell.rate, bound)
+    decides = deciding(cell.rate, bound)
+    said, needed = more_attempts_phrase(decides, bound), decides.needed
     if needed is None:
         return said
     if needed * size.kept > MAX_ATTEMPTS:

@@ -8,11 +8,13 @@ import pytest
 from reprospec.core.rates import judge_rate, rate_of, wilson
 from reprospec.core.units import RateBound
 from reprospec.core.words import (
+    Deciding,
     PrintedInterval,
     a_shells_own_exit,
     agree,
     interval_bounds,
     interval_phrase,
+    more_attempts_phrase,
     percent_bounds,
     percent_interval,
     plural_verb,
@@ -214,3 +216,22 @@ def test_a_shells_own_exit_claims_no_core_it_did_not_look_for() -> None:
     said = a_shells_own_exit("exit 139")
     assert "(no shell's report, no core read)" in said
     assert "no core)" not in said
+
+
+def test_what_more_attempts_do_is_worded_here_for_every_renderer() -> None:
+    # judge.py said these itself, shared by report.md, JUnit, pytest, GitHub and the
+    # terminal; the vocabulary is here, the judge only works out the case (review).
+    bound = RateBound(">=", 0.3)
+    assert more_attempts_phrase(Deciding("count", 40, "reproduced"), bound) == (
+        "at the rate seen, about 40 attempts decide it (reproduced)"
+    )
+    assert more_attempts_phrase(Deciding("above-zero", refuted=0.1, attempts=29), bound) == (
+        f"one failure meets {bound} and no count of clean attempts refutes it: "
+        "expect.rate: '>=0.1' is refuted by 29 clean attempts"
+    )
+    assert "'<=0.9' is refuted by 29 failing attempts" in more_attempts_phrase(
+        Deciding("below-one", refuted=0.9, attempts=29), bound
+    )
+    assert more_attempts_phrase(Deciding("none-ran"), bound) == "run more attempts"
+    assert "the bound itself" in more_attempts_phrase(Deciding("at-bound"), bound)
+    assert "(--repeat's limit)" in more_attempts_phrase(Deciding("past-limit"), bound)
