@@ -186,12 +186,16 @@ def _of_the_venvs(check: Check, env: Captured, needs: Needs) -> Check:
     named = {each: requirements_naming(each.packages, "torch") for each in sets}
     torches = ", ".join(dict.fromkeys(r for each in sets for r in named[each]))
     if check.name != "torch":
+        # A failure of this interpreter's is never the cells': their venvs hold a torch of
+        # their own packages, or none (a package that brings one, `torchvision`, is
+        # spec-environment's to warn of), where this one failed `doctor` for either.
+        status = "warn" if check.status == "fail" else check.status
         if not torches:
-            return replace(check, why=f"of this interpreter's torch, which the cells' venvs "
-                           f"do not hold: {check.why}")  # fmt: skip
+            return replace(check, status=status, why=f"of this interpreter's torch, which the "
+                           f"cells' venvs do not hold: {check.why}")  # fmt: skip
         return replace(
             check,
-            status="warn" if check.status == "fail" else check.status,
+            status=status,
             why=f"of this interpreter's torch, not the cells' ({torches}, installed in each "
             f"cell's venv): {check.why}",
         )
@@ -204,6 +208,7 @@ def _of_the_venvs(check: Check, env: Captured, needs: Needs) -> Check:
     if not torches:
         return replace(
             check,
+            status="warn" if check.status == "fail" else check.status,
             why=f"of this interpreter, not of the cells' venvs, whose packages name no torch "
             f"(spec-environment): {check.why}",
         )

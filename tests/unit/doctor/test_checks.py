@@ -569,8 +569,12 @@ def test_torch_missing_where_the_runner_installs_the_specs_torch_is_not_a_failur
     assert torch.status == "skipped"
     assert torch.why.endswith("the venv runner installs the spec's torch==2.13.0 for each cell")
     assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
-    assert by_name(bare, replace(spec, packages=("six",)))["torch"].status == "fail"
-    assert by_name(bare, replace(spec, packages=("torchvision",)))["torch"].status == "fail"
+    # Packages that name no torch: this interpreter's missing torch is none of the cells'
+    # (their venvs hold their packages: torchvision brings one), a warning, not a failure.
+    for packages in (("six",), ("torchvision==0.20",)):
+        torch = by_name(bare, replace(spec, packages=packages))["torch"]
+        assert torch.status == "warn", torch
+        assert torch.why.startswith("of this interpreter, not of the cells' venvs"), torch.why
     # In a Dockerfile's image (doctor SPEC --runner docker), into which the docker runner
     # installs nothing: it said `the docker runner installs the spec's torch==2.13.0`.
     docker = replace(spec, runner="docker")
@@ -844,3 +848,20 @@ def test_on_the_venv_runner_the_torch_checks_are_of_the_cells_packages() -> None
     assert capability.why.startswith("of this interpreter's torch, not the cells' (torch==2.5.1")
     # No cell uses numpy (builtin workloads): skipped, as where numpy is named.
     assert by_name(env, replace(spec, numpy=False))["torch"].status == "skipped"
+
+
+def test_on_the_venv_runner_this_interpreters_torch_fails_no_check_of_the_cells() -> None:
+    """Cells of `torchvision==0.20` (which brings torch) on the venv runner: the checks of
+    the interpreter their venvs are built on, which has no torch, said so themselves ("of
+    this interpreter, not of the cells' venvs"), yet failed doctor (exit 1)."""
+    bare = machine(torch={"installed": False, "version": None})
+    cells = CellPackages(("torchvision==0.20",), ("a",))
+    spec = doctor.Needs(
+        packages=cells.packages, package_sets=(cells,), runner="venv", cells=1, numpy=False
+    )
+    checks = by_name(bare, spec)
+    for name in ("torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capability"):
+        assert checks[name].status != "fail", checks[name]
+    assert checks["torch"].status == "warn"
+    # The local runner runs this interpreter: its failure stands.
+    assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
