@@ -125,16 +125,14 @@ def _not_needed(check: Check) -> Check:
 
 
 def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
-    """The torch check's `torch is not installed in this interpreter`, on a runner that
-    installs the spec's packages (venv, docker) where they name torch: skipped, saying so.
-    `doctor --runner venv` failed a spec of `torch==2.13.0` for the bare interpreter the
-    venv runner builds each cell's venv on. Not in a Dockerfile's image, into which the
-    docker runner installs nothing: skipped there as if it would."""
+    """The torch check's `torch is not installed in this interpreter`, on the docker runner
+    (the venv runner's are `_of_the_venvs`'), where the spec's packages name torch: skipped,
+    saying the runner installs them into each cell's image. Not in a Dockerfile's image,
+    into which the docker runner installs nothing: skipped there as if it would."""
     from reprospec.doctor.check import Check
-    from reprospec.environment.captured import section
     from reprospec.environment.packages import requirements_naming
 
-    if check.name != "torch" or section(env, "torch").get("installed") is not False:
+    if check.name != "torch" or _this_torch(env) != _NO_TORCH:
         return check
     if needs.runner == "docker" and needs.dockerfile:
         return check
@@ -144,9 +142,26 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     return Check(
         "torch",
         "skipped",
-        f"torch is not installed in this interpreter; the {needs.runner} runner installs the "
-        f"spec's {', '.join(named)} for each cell",
+        f"{_NO_TORCH}; the {needs.runner} runner installs the spec's {', '.join(named)} for "
+        "each cell",
     )
+
+
+_NO_TORCH = "torch is not installed in this interpreter"
+
+
+def _this_torch(env: Captured) -> str:
+    """The captured interpreter's torch, in words: `_NO_TORCH`, `this interpreter's torch is
+    2.5.1`, or that it was not captured."""
+    from reprospec.environment.captured import section
+
+    torch = section(env, "torch")
+    version = torch.get("version")
+    if torch.get("installed") is False:
+        return _NO_TORCH
+    if isinstance(version, str) and version:
+        return f"this interpreter's torch is {version}"
+    return "this interpreter's torch was not captured"
 
 
 # The checks that read the interpreter's torch (its build, CUDA, arch list, CPU kernels): on
@@ -169,19 +184,11 @@ def _of_the_venvs(check: Check, env: Captured, needs: Needs) -> Check:
 
     from reprospec.doctor.check import Check
     from reprospec.doctor.needs import named_cells
-    from reprospec.environment.captured import section
     from reprospec.environment.packages import requirements_naming
 
     if check.name != "torch" and (check.name not in _TORCH_READ or check.status == "skipped"):
         return check
-    torch = section(env, "torch")
-    version = torch.get("version")
-    if torch.get("installed") is False:
-        ours = "torch is not installed in this interpreter"
-    elif isinstance(version, str) and version:
-        ours = f"this interpreter's torch is {version}"
-    else:
-        ours = "this interpreter's torch was not captured"
+    ours = _this_torch(env)
     sets = needs.cell_packages
     named = {each: requirements_naming(each.packages, "torch") for each in sets}
     torches = ", ".join(dict.fromkeys(r for each in sets for r in named[each]))
