@@ -1279,17 +1279,18 @@ def _plain(text: str) -> str:
     (their escapes, or what is left of them where the paste lost the ESC character:
     `_COLOUR_LEFT`) and the clock before each line (`_CI_CLOCK`)."""
     text = without_escapes(text)
-    if _COLOUR_RESET_LEFT in text:
+    if any(reset in text for reset in _COLOUR_RESETS_LEFT):
         text = _COLOUR_LEFT.sub("", text)
     return _CI_CLOCK.sub("", text)
 
 
 # A colour's escape whose ESC a paste dropped (a web form, an issue's text box): GitHub
 # Actions' echo of a step's script, `[36;1mpython train.py[0m`, was a command of no
-# program; pytest's `[31mFAILED[0m` no FAILED line. Only in a text with a reset left
-# (`[0m`, which ends every colour), where such words are no program's own (`[10m]`).
-_COLOUR_RESET_LEFT = "[0m"
-_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# program; pytest's `[31mFAILED[0m` no FAILED line; GitLab's `[32;1m$ python train.py[0;m`
+# no prompt, after its erase-line `[0K`. Only in a text with a reset left (`[0m`, GitLab's
+# `[0;m`, which ends every colour), where such words are no program's own (`[10m]`).
+_COLOUR_RESETS_LEFT = ("[0m", "[0;m")
+_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{0,3})*)?[mK]")
 
 
 _CTRL_C = re.compile(r"^\^C(?=\S)")

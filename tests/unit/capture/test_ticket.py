@@ -3069,6 +3069,15 @@ def test_colours_whose_escape_character_a_paste_dropped_are_no_words_of_the_log(
         "ZeroDivisionError",
         "division by zero",
     )
+    # GitLab's job log, whose reset is `[0;m` and whose sections erase their line (`[0K`).
+    gitlab = (
+        'section_start:1701000000:step_script\r[0K[0K[36;1mExecuting "step_script" stage'
+        "[0;m\n[32;1m$ python train.py --lr 0.1[0;m\nTraceback (most recent call last):\n"
+        '  File "/builds/g/p/train.py", line 3, in <module>\nValueError: bad lr\n'
+        "section_end:1701000001:step_script\r[0K[31;1mERROR: Job failed: exit code 1\n[0;m\n"
+    )
+    read = read_ticket(gitlab)
+    assert (read.command, read.failure.message) == ("python train.py --lr 0.1", "bad lr")
     # A program's own `[10m]` in a log with no colour left is its words.
     own = "$ python x.py\nTraceback (most recent call last):\nValueError: length [10m] too long\n"
     assert read_ticket(own).failure.message == "length [10m] too long"
