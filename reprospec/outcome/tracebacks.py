@@ -303,18 +303,34 @@ def _headerless_group(lines: list[str]) -> PythonException | None:
     header: read as none, the error was `error exit 1` with the message
     `+------------------------------------`, the group's closing rule on stderr's last line.
     Read only where such a line is followed, past its message's lines, by its first
-    member's rule (`+-+---------------- 1 ---...`)."""
+    member's rule (`+-+---------------- 1 ---...`), both at the outermost column (`  | `,
+    `  +-+`), and is no line of an enclosing group or traceback: a nested group's line
+    (`    | ExceptionGroup: h`, after its enclosing member's rule) was read as the group,
+    the outer group and its other members lost. A group a thread died of (its line after
+    `Exception in thread NAME:`, or inside that thread's group) ended no process."""
     for index in range(len(lines) - 1, -1, -1):
         bar = _GROUP_BAR.match(lines[index])
-        if bar is None or bar["content"][:1].isspace() or not EXCEPTION_LINE.match(bar["content"]):
+        if (
+            bar is None
+            or len(bar["indent"]) != 2
+            or bar["content"][:1].isspace()
+            or not EXCEPTION_LINE.match(bar["content"])
+        ):
             continue
-        if index > 0 and _GROUP_BAR.match(lines[index - 1]):
-            continue  # a frame's or a message's line, not a group's first
+        before = index - 1
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        if before >= 0 and (
+            _GROUP_BAR.match(lines[before])
+            or _GROUP_RULE.match(lines[before])
+            or lines[before].startswith("Exception in thread ")
+        ):
+            continue  # a frame's, a message's or a nested group's line; a thread's group
         after = index + 1
         while after < len(lines) and _GROUP_BAR.match(lines[after]):
             after += 1
         rule = _GROUP_RULE.match(lines[after]) if after < len(lines) else None
-        if rule is None or rule["label"] != "1" or not rule["lead"].endswith("+-+"):
+        if rule is None or rule["label"] != "1" or rule["lead"] != "  +-+":
             continue
         return _exception_after([_GROUP_HEADER, *lines[index:]], 0)
     return None

@@ -156,6 +156,59 @@ def test_a_group_printed_with_no_traceback_is_read() -> None:
     assert parse_chain("  | ValueError: v\n") == ()
 
 
+# 3.11.7's stderr of `sys.tracebacklimit = 0`, then
+# `raise ExceptionGroup("g", [ExceptionGroup("h", [ValueError("a")]), KeyError("k")])`.
+HIDDEN_NESTED = """\
+  | ExceptionGroup: g (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | ExceptionGroup: h (1 sub-exception)
+    +-+---------------- 1 ----------------
+      | ValueError: a
+      +------------------------------------
+    +---------------- 2 ----------------
+    | KeyError: 'k'
+    +------------------------------------
+"""
+
+
+def test_a_hidden_nested_group_is_read_as_the_outer_group() -> None:
+    # The inner group's line (after the outer member's rule) was read as the group: `h`,
+    # [ValueError], the outer group and its KeyError lost.
+    chain = parse_chain(HIDDEN_NESTED)
+    assert [(e.type, e.message) for e in chain] == [("ExceptionGroup", "g (2 sub-exceptions)")]
+    assert _members(HIDDEN_NESTED) == [("ValueError", "a"), ("KeyError", "'k'")]
+
+
+@pytest.mark.parametrize("traceback", [True, False], ids=["traceback", "tracebacklimit=0"])
+def test_a_threads_group_is_never_read_as_a_hidden_group(traceback: bool) -> None:
+    # A thread dead of a nested group (its traceback printed), or of a group under
+    # `sys.tracebacklimit = 0`: it ended that thread, not the process.
+    if traceback:
+        text = (
+            "Exception in thread Thread-1 (f):\n"
+            "  + Exception Group Traceback (most recent call last):\n"
+            '  |   File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+            "  |     self.run()\n"
+            '  |   File "/w/thr.py", line 3, in f\n'
+            '  |     raise ExceptionGroup("outer", [ExceptionGroup("inner", [ValueError("a")])])\n'
+            "  | ExceptionGroup: outer (1 sub-exception)\n"
+            "  +-+---------------- 1 ----------------\n"
+            "    | ExceptionGroup: inner (1 sub-exception)\n"
+            "    +-+---------------- 1 ----------------\n"
+            "      | ValueError: a\n"
+            "      +------------------------------------\n"
+        )
+    else:
+        text = (
+            "Exception in thread Thread-1 (f):\n"
+            "  | ExceptionGroup: outer (1 sub-exception)\n"
+            "  +-+---------------- 1 ----------------\n"
+            "    | ValueError: a\n"
+            "    +------------------------------------\n"
+        )
+    assert parse_chain(text) == ()
+
+
 def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
     tmp_path: Path,
 ) -> None:
