@@ -8,11 +8,17 @@ built here; an index that does not answer is said as not checked, never as a fai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from reprospec.core.words import plural
 from reprospec.doctor import Check, Needs
 from reprospec.doctor.needs import named_cells
+
+if TYPE_CHECKING:
+    from reprospec.venvs import EnvRequest, Interpreter
 
 _UNSATISFIABLE_TODO = (
     "name versions the index has (`uv pip compile` of the same list says which is missing), "
@@ -25,19 +31,43 @@ _UNKNOWN_TODO = (
 
 
 def resolve_check(
-    needs: Needs, given: str | None, find_links: Path | None, spec_dir: Path
+    needs: Needs,
+    given: str | None,
+    find_links: Path | None,
+    spec_dir: Path,
+    found: Mapping[str | None, Interpreter | None] | None = None,
 ) -> Check | None:
     """`venv-packages`: whether each distinct list of the cells' packages resolves for the
     interpreter its venv is built on (`given`, the checked --python; else each cell's
     `environment.python` as the venv runner finds it, else reprospec's own), from the index
     the venv runner installs from (the user's uv or pip configuration, and `find_links`),
     in the spec's folder. None where no cell names packages or the runner is not venv. A
-    python not found here is skipped: `venv-python` says it."""
+    python not found here is skipped: `venv-python` says it. `found`: the interpreters
+    already looked for (commands/doctor's `_interpreter`), each python's, None where it is
+    not here, which are not looked for again (a `uv python find` each, up to 120 s).
+
+    A list whose environment is built already in the environments folder a run uses by
+    default ($REPROSPEC_ENVS, else .reprospec/envs) is not asked: the venv runner reuses it
+    as it is, and a version deleted from the index since failed a spec that runs. Once the
+    index did not answer, the lists left are not asked either: they share it, and each
+    waited out uv's network timeouts again."""
     from reprospec import venvs
+    from reprospec.core.runoptions import DEFAULT_OUT
     from reprospec.venvs.resolve import resolve
 
     if needs.runner != "venv" or not any(each.packages for each in needs.package_sets):
         return None
+    try:
+        venvs.uv_binary()
+    except venvs.EnvBuildError:
+        # Each list said "uv is not installed: pip install uv" again, beside the uv check.
+        return Check(
+            "venv-packages",
+            "warn",
+            "could not check that the cells' packages resolve: uv is not installed (the uv "
+            "check says so)",
+            "pip install uv",
+        )
     python_of = {cell: wanted for wanted, cells in needs.pythons for cell in cells}
     groups: dict[tuple[str | None, tuple[str, ...]], list[str]] = {}
     for each in needs.package_sets:
@@ -45,27 +75,42 @@ def resolve_check(
             wanted = given or python_of.get(cell, needs.python if not each.cells else None)
             groups.setdefault((wanted, each.packages), []).append(cell)
     index = venvs.user_index_config((find_links,) if find_links is not None else ())
-    found: dict[str | None, str | None] = {}
+    envs = venvs.envs_folder(DEFAULT_OUT)
+    interpreters: dict[str | None, Interpreter | None] = dict(found or {})
     unsatisfiable: list[str] = []
     unknown: list[str] = []
+    unasked = 0  # lists not asked once the index did not answer
+    unreached = False
+    built = 0
     lists = 0
     for (wanted, packages), cells in groups.items():
-        if wanted not in found:
+        if wanted not in interpreters:
             try:
-                found[wanted] = venvs.find_interpreter(wanted).path
+                interpreters[wanted] = venvs.find_interpreter(wanted)
             except venvs.EnvBuildError:
-                found[wanted] = None  # said by venv-python
-        python = found[wanted]
+                interpreters[wanted] = None  # said by venv-python
+        python = interpreters[wanted]
         if python is None:
             continue
         lists += 1
-        answer = resolve(python, packages, index, cwd=spec_dir)
+        if _built(venvs.EnvRequest(python, packages, index), envs, spec_dir):
+            built += 1  # already built: reused as is
+            continue
+        if unreached:
+            unasked += 1
+            continue
+        answer = resolve(python.path, packages, index, cwd=spec_dir)
         of = _of(cells, needs.cells)
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
+            unreached = answer.unreached
+    if unasked:
+        unknown.append(
+            f"{plural(unasked, 'other package list')} not checked: the index did not answer"
+        )
     if unsatisfiable:
         return Check(
             "venv-packages",
@@ -85,12 +130,36 @@ def resolve_check(
         )
     if not lists:
         return None  # no interpreter found to resolve for: venv-python fails
+    reused = (
+        f" ({built} of {lists} built already in {envs}, which the venv runner reuses as "
+        "they are: not asked)"
+        if built
+        else ""
+    )
     return Check(
         "venv-packages",
         "pass",
         "the cells' packages resolve from the index the venv runner installs from "
-        "(uv pip compile; nothing built)",
+        f"(uv pip compile; nothing built){reused}",
     )
+
+
+def _built(request: EnvRequest, envs: Path, spec_dir: Path) -> bool:
+    """Whether `request`'s environment (its path entries keyed as the run keys them, read
+    from `spec_dir`) is built in `envs` and intact, which the venv runner reuses as it is.
+    False where its path entries cannot be read (the run says why: uv is asked here)."""
+    from reprospec import venvs
+    from reprospec.errors import InfraError
+
+    try:
+        sources = venvs.local_sources(request.packages, spec_dir, _quiet)
+    except InfraError:
+        return False
+    return venvs.intact_meta(envs / replace(request, sources=sources).key()) is not None
+
+
+def _quiet(_: str) -> None:
+    """`local_sources`' warning of a folder keyed in part: the run says it, not doctor."""
 
 
 def _of(cells: Sequence[str], every: int) -> str:

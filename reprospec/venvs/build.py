@@ -475,7 +475,7 @@ def read_meta_why(folder: Path) -> tuple[JsonObject | None, str]:
     return data, "it has no bin/python"
 
 
-def _intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
+def intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
     """The environment's description where it still holds what it was built with, else None
     (then it is built again, in place): a cached venv whose package was uninstalled or
     changed by hand was reused as it was, and every run of its cells was infra-error ("six
@@ -562,11 +562,11 @@ def ensure_env(
         if progress is not None:
             progress(EnvProgress(key, stage, message, time.monotonic() - started))
 
-    meta = _intact_meta(final)
+    meta = intact_meta(final)
     if meta is None:
         lock = build_lock(root, key)
         with locked(lock, lambda: say("waiting", "another run is building it; waiting")) as fd:
-            meta = _intact_meta(final, say)  # built by someone else while we waited
+            meta = intact_meta(final, say)  # built by someone else while we waited
             if meta is None:
                 # What killed builds left in TMP goes first: nothing else would remove it
                 # but a prune, and a killed build of a large environment is hundreds of MB.

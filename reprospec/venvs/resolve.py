@@ -48,6 +48,9 @@ class Resolved:
 
     state: Literal["ok", "unsatisfiable", "unknown"]
     said: str = ""
+    # `unknown` because the index did not answer (uv's network words, or a timeout): every
+    # list asked of the same index waits it out again.
+    unreached: bool = False
 
 
 def resolve(
@@ -84,7 +87,7 @@ def resolve(
             cwd=cwd,
         )
     except subprocess.TimeoutExpired:
-        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s")
+        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", unreached=True)
     except OSError as exc:
         return Resolved("unknown", f"uv could not be run ({exc})")
     if done.returncode == 0:
@@ -97,4 +100,4 @@ def resolve(
     backend = "failed to build" in lowered and "build backend returned an error" in lowered
     if ("no solution found" in lowered or backend) and not unreached:
         return Resolved("unsatisfiable", _uv_error(output))
-    return Resolved("unknown", _uv_error(output))
+    return Resolved("unknown", _uv_error(output), unreached=unreached)

@@ -1,0 +1,124 @@
+"""`doctor SPEC --runner venv`'s venv-packages (commands/doctorvenv.py), with uv's resolver,
+the interpreter search and the index configuration stubbed: no process is started."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reprospec import doctor, venvs
+from reprospec.commands.doctorvenv import resolve_check
+from reprospec.doctor.needs import CellPackages
+from reprospec.venvs import resolve as resolving
+from reprospec.venvs.resolve import Resolved
+
+PYTHON = venvs.Interpreter("/py/3.11/bin/python3.11", "3.11.7")
+
+
+@pytest.fixture
+def asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The package lists uv is asked to resolve (each answered by `answers`, default ok)."""
+    monkeypatch.setenv(venvs.ENVS_VARIABLE, str(tmp_path / "envs"))
+    monkeypatch.setattr(venvs, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(venvs, "user_index_config", lambda *_: venvs.IndexConfig())
+    monkeypatch.setattr(venvs, "find_interpreter", lambda *_: PYTHON)
+    lists: list[tuple[str, ...]] = []
+
+    def resolve(_: str, packages: tuple[str, ...], *__: object, **___: object) -> Resolved:
+        lists.append(tuple(packages))
+        return ANSWERS.get(tuple(packages), Resolved("ok"))
+
+    monkeypatch.setattr(resolving, "resolve", resolve)
+    ANSWERS.clear()
+    return lists
+
+
+ANSWERS: dict[tuple[str, ...], Resolved] = {}
+
+
+def _needs(*lists: tuple[str, ...]) -> doctor.Needs:
+    sets = tuple(CellPackages(packages, (f"v={i}",)) for i, packages in enumerate(lists))
+    packages = tuple(p for each in lists for p in each)
+    return doctor.Needs(packages=packages, package_sets=sets, runner="venv", cells=len(lists))
+
+
+def _built(root: Path, packages: tuple[str, ...]) -> None:
+    request = venvs.EnvRequest(PYTHON, packages, venvs.IndexConfig())
+    folder = root / request.key()
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").touch()
+    (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+
+
+def test_a_list_built_already_is_not_asked_of_the_index(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # six==1.0, deleted from a private index since its environment was built: doctor failed
+    # "each is an infra error, not run" of a spec whose run reuses that environment.
+    ANSWERS[("six==1.0",)] = Resolved("unsatisfiable", "No solution found")
+    _built(tmp_path / "envs", ("six==1.0",))
+    check = resolve_check(_needs(("six==1.0",), ("six==1.1",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "pass", check
+    assert asked == [("six==1.1",)]
+    assert "(1 of 2 built already in " in check.why, check.why
+
+
+def test_once_the_index_did_not_answer_the_other_lists_are_not_asked(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # Each list waited out uv's network timeouts again (up to 120 s each), the index shared.
+    for version in ("1", "2", "3"):
+        ANSWERS[(f"six=={version}",)] = Resolved("unknown", "Connection refused", unreached=True)
+    check = resolve_check(_needs(("six==1",), ("six==2",), ("six==3",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "warn", check
+    assert asked == [("six==1",)]
+    assert check.why.endswith(
+        "six==1 (in cell v=0): Connection refused; 2 other package lists not checked: the "
+        "index did not answer"
+    ), check.why
+    # An unknown answer of another kind (uv failed otherwise): the next list is still asked.
+    ANSWERS[("six==1",)] = Resolved("unknown", "uv crashed")
+    asked.clear()
+    resolve_check(_needs(("six==1",), ("six==2",)), None, None, tmp_path)
+    assert asked == [("six==1",), ("six==2",)]
+
+
+def test_without_uv_it_is_said_once(
+    asked: list[tuple[str, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each list/python group said "...: uv is not installed: pip install uv" again.
+    def missing() -> str:
+        raise venvs.EnvBuildError("uv is not installed: pip install uv")
+
+    monkeypatch.setattr(venvs, "uv_binary", missing)
+    check = resolve_check(_needs(("six==1",), ("six==2",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "warn"
+    assert check.why.count("uv is not installed") == 1, check.why
+    assert asked == []
+
+
+def test_the_interpreters_doctor_found_are_not_looked_for_again(
+    asked: list[tuple[str, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def search(request: str | None = None) -> venvs.Interpreter:
+        raise AssertionError(f"looked for {request} again")
+
+    monkeypatch.setattr(venvs, "find_interpreter", search)
+    needs = _needs(("six==1",))
+    needs = doctor.Needs(
+        packages=needs.packages,
+        package_sets=needs.package_sets,
+        runner="venv",
+        cells=1,
+        python="3.11",
+        pythons=(("3.11", ("v=0",)),),
+    )
+    check = resolve_check(needs, None, None, tmp_path, {"3.11": PYTHON})
+    assert check is not None
+    assert check.status == "pass"
+    assert asked == [("six==1",)]
