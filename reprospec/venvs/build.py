@@ -220,7 +220,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     elif request.startswith("python") and shutil.which(request):
         path, said = _past_a_shim(request, str(shutil.which(request)))
     else:
-        done = _uv(["python", "find", request], timeout=120)
+        done = run_uv(["python", "find", request], timeout=120)
         if done.returncode == 0:
             path = done.stdout.strip().splitlines()[-1]
         else:
@@ -252,15 +252,24 @@ def uv_binary() -> str:
     raise EnvBuildError("uv is not installed: pip install uv (reprospec depends on it)")
 
 
-def _uv(
+def uv_env() -> dict[str, str]:
+    """The environment every uv runs in: no colours in what is read back, and no activated
+    venv (uv pip must act on --python, never on an activated venv)."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def run_uv(
     args: Sequence[str],
     *,
     timeout: float = UV_TIMEOUT_S,
     cwd: Path | None = None,
     pass_fds: Sequence[int] = (),
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("VIRTUAL_ENV", None)  # uv pip must act on --python, never on an activated venv
+    """uv with `args`, its output captured; `input` its stdin (else none). Raises
+    EnvBuildError where uv is not installed or ran past `timeout`."""
     try:
         return subprocess.run(
             [uv_binary(), *args],
@@ -268,20 +277,29 @@ def _uv(
             text=True,
             errors="replace",
             timeout=timeout,
-            env=env,
+            env=uv_env(),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
             pass_fds=pass_fds,
         )
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
 
+def pip_args(python: str, index: IndexConfig, exclude_newer: str | None = None) -> list[str]:
+    """The options of a `uv pip` command that decide what it installs: the target
+    interpreter, the index, the upload cutoff (`uv pip install`'s of a build, and `uv pip
+    compile`'s of doctor's check, venvs/resolve.py, which must resolve alike)."""
+    args = ["--python", python, *index.uv_args()]
+    return [*args, "--exclude-newer", exclude_newer] if exclude_newer else args
+
+
 @frozen
 class _UvReport:
     """uv's output of a failed command, read once: its non-blank lines, its `cause:` and
     `error:` lines (without the prefix), its hints, and the `[stderr]` block of a failed
-    build (the package's own words). The stored reason (`_uv_error`) and a console's one
+    build (the package's own words). The stored reason (`uv_error`) and a console's one
     line (`build_failure_line`) are both made from it, so they name the same lines."""
 
     text: tuple[str, ...]
@@ -303,7 +321,7 @@ class _UvReport:
         return cls(text, said("cause:"), said("error:"), hints, tuple(_build_output(text)))
 
 
-def _uv_error(stderr: str, lines: int = 4) -> str:
+def uv_error(stderr: str, lines: int = 4) -> str:
     """uv's error in a few lines: its `cause:` lines if any, else `error:`, else the tail;
     then the end of the `[stderr]` block a failed build prints (the package's own words:
     `nu9akit 1.3: this sdist is broken on purpose`, where the causes say only that the
@@ -328,7 +346,7 @@ def not_found(request: str, stderr: str, tried: Sequence[str] | None = None) -> 
     looked = _looked(tried)
     stuck = next((e for e in report.errors if e.startswith("Failed to inspect Python")), None)
     if stuck is None:
-        return f"no Python {request} on this machine (uv python find: {_uv_error(stderr)}{looked})"
+        return f"no Python {request} on this machine (uv python find: {uv_error(stderr)}{looked})"
     at = stuck.rsplit(" at ", 1)[-1].strip("`") if " at " in stuck else "an interpreter"
     why = report.built[0] if report.built else (report.causes or ("it does not run",))[-1]
     return (
@@ -615,7 +633,7 @@ def _build(
         elif final.exists():  # a folder without its description: a torn copy, never used
             shutil.rmtree(final)
         say("create", f"creating a venv with Python {request.python.version}")
-        done = _uv(
+        done = run_uv(
             [
                 "venv",
                 "--relocatable",
@@ -628,7 +646,7 @@ def _build(
             pass_fds=(lock_fd,),
         )
         if done.returncode != 0:
-            raise EnvBuildError(f"uv venv failed: {_uv_error(done.stderr)}")
+            raise EnvBuildError(f"uv venv failed: {uv_error(done.stderr)}")
         venv = tmp / "venv"
         python = venv / "bin" / "python"
         if request.packages:
@@ -670,12 +688,8 @@ def _install(
     cwd: Path | None,
     lock_fd: int,
 ) -> None:
-    args = [uv_binary(), "pip", "install", "--python", str(python), *request.index.uv_args()]
-    if request.exclude_newer:
-        args += ["--exclude-newer", request.exclude_newer]
-    args += list(request.packages)
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("VIRTUAL_ENV", None)
+    args = [uv_binary(), "pip", "install"]
+    args += [*pip_args(str(python), request.index, request.exclude_newer), *request.packages]
     # uv's lines (resolved, downloading, installed) go to the progress display as they come,
     # until its `error:` line: what follows is the failure's report (a failed build's whole
     # output, some 70 lines of a setup.py's traceback), which the error's one line sums up
@@ -688,7 +702,7 @@ def _install(
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
-        env=env,
+        env=uv_env(),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         pass_fds=(lock_fd,),
@@ -715,7 +729,7 @@ def _install(
     if code != 0:
         output = "\n".join(lines)
         raise EnvBuildError(
-            f"cannot install {' '.join(request.packages)}: {_uv_error(output)}", log=output + "\n"
+            f"cannot install {' '.join(request.packages)}: {uv_error(output)}", log=output + "\n"
         )
 
 
@@ -742,7 +756,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _freeze(python: Path) -> dict[str, str]:
-    done = _uv(["pip", "freeze", "--python", str(python)], timeout=120)
+    done = run_uv(["pip", "freeze", "--python", str(python)], timeout=120)
     installed: dict[str, str] = {}
     for line in done.stdout.splitlines():
         name, sep, version = line.partition("==")
@@ -756,7 +770,7 @@ def _freeze(python: Path) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _uv_version() -> str:
-    done = _uv(["--version"], timeout=60)
+    done = run_uv(["--version"], timeout=60)
     return done.stdout.strip()
 
 

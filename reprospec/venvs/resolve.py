@@ -11,14 +11,12 @@ which is never said as a failure.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
-from reprospec.venvs.build import EnvBuildError, _uv_error, uv_binary
+from reprospec.venvs.build import EnvBuildError, pip_args, run_uv, uv_binary, uv_error
 from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
@@ -59,34 +57,23 @@ def resolve(
     index: IndexConfig,
     *,
     cwd: Path | None = None,
-    exclude_newer: str | None = None,
     timeout_s: float = RESOLVE_TIMEOUT_S,
 ) -> Resolved:
     """Whether `packages` resolve for interpreter `python` from `index` (build._install's
-    options), read from `cwd` (where the build runs uv: a relative path entry). Without
-    uv, `unknown`, saying why (EnvBuildError's words)."""
+    options, `pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
+    Without uv, `unknown`, saying why (EnvBuildError's words)."""
     try:
-        uv = uv_binary()
+        uv_binary()
     except EnvBuildError as exc:
         return Resolved("unknown", str(exc))
-    args = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--python", python]
-    args += [*index.uv_args()]
-    if exclude_newer:
-        args += ["--exclude-newer", exclude_newer]
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("VIRTUAL_ENV", None)  # as the build's uv: the target is --python, never a venv
     try:
-        done = subprocess.run(
-            args,
-            input="".join(f"{requirement}\n" for requirement in packages),
-            capture_output=True,
-            text=True,
-            errors="replace",
+        done = run_uv(
+            ["pip", "compile", "-", "--quiet", "--no-header", *pip_args(python, index)],
             timeout=timeout_s,
-            env=env,
             cwd=cwd,
+            input="".join(f"{requirement}\n" for requirement in packages),
         )
-    except subprocess.TimeoutExpired:
+    except EnvBuildError:  # (uv ran past the timeout)
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", unreached=True)
     except OSError as exc:
         return Resolved("unknown", f"uv could not be run ({exc})")
@@ -99,5 +86,5 @@ def resolve(
     # cannot build here: the build at run time builds it the same way, and fails alike).
     backend = "failed to build" in lowered and "build backend returned an error" in lowered
     if ("no solution found" in lowered or backend) and not unreached:
-        return Resolved("unsatisfiable", _uv_error(output))
-    return Resolved("unknown", _uv_error(output), unreached=unreached)
+        return Resolved("unsatisfiable", uv_error(output))
+    return Resolved("unknown", uv_error(output), unreached=unreached)

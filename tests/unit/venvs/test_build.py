@@ -14,11 +14,11 @@ from reprospec.venvs.build import (
     EnvBuildError,
     EnvRequest,
     Interpreter,
-    _uv_error,
     build_failure_line,
     local_sources,
     locked,
     not_found,
+    uv_error,
 )
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
@@ -47,7 +47,7 @@ error: Failed to download and build `nu9akit==1.3`
 def test_a_failed_build_says_what_the_package_said() -> None:
     """The causes say only that the backend failed; the `[stderr]` block, the package's own
     words, was dropped, and appeared nowhere."""
-    said = _uv_error(BUILD_FAILED)
+    said = uv_error(BUILD_FAILED)
     assert said.startswith("The build backend returned an error Call to `setuptools")
     assert "(the build said: nu9akit 1.3: this sdist is broken on purpose)" in said
     assert said.endswith(
@@ -56,7 +56,7 @@ def test_a_failed_build_says_what_the_package_said() -> None:
 
 
 def test_causes_alone_where_no_build_printed() -> None:
-    assert _uv_error(UNSATISFIABLE) == (
+    assert uv_error(UNSATISFIABLE) == (
         "Failed to resolve requirements from `setup.py` build "
         "No solution found when resolving: `setuptools>=40.8.0`"
     )
@@ -87,7 +87,7 @@ def test_the_one_line_is_a_line_the_stored_reason_says() -> None:
         "something odd\n",
         UNSATISFIABLE + "\n".join(f"  cause: reason {n}" for n in range(6)),
     ):
-        assert build_failure_line(output) in _uv_error(output), output
+        assert build_failure_line(output) in uv_error(output), output
 
 
 # `uv python find 3.10` where pyenv's shims come first in PATH and 3.10 is not active.
@@ -384,7 +384,7 @@ def test_a_link_to_an_environment_to_build_again_is_removed_not_its_target(
     def failing(*_: object, **__: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess([], 1, "", "error: stubbed")
 
-    monkeypatch.setattr(build, "_uv", failing)
+    monkeypatch.setattr(build, "run_uv", failing)
     request = _request((), tmp_path)
     target = tmp_path / "elsewhere"
     (target / "bin").mkdir(parents=True)
