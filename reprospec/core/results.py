@@ -275,6 +275,41 @@ def group_named(exception: str | None, members: Sequence[GroupMember]) -> str | 
     return f"{exception}[{','.join(sorted({m.type for m in members}))}]"
 
 
+def split_group(signature: str) -> tuple[str, frozenset[str] | None]:
+    """An error's signature as `group_named` wrote its exception, read back: the signature
+    with the members left out (`error:ExceptionGroup:train`) and the members' types
+    (`{KeyError, ValueError}`); `(signature, None)` where its exception names none (no
+    group, or a group stored before members were read, or whose members' lines were cut).
+    Only the exception's part is read (`error:TYPE[:...]`): a pytest test id's `[param]`
+    later in the signature is no member."""
+    kind, colon, rest = signature.partition(":")
+    if kind != "error" or not colon:
+        return signature, None
+    exception, sep, tail = rest.partition(":")
+    bare, bracket, inside = exception.partition("[")
+    if not bracket or not bare or not inside.endswith("]") or len(inside) < 2:
+        return signature, None
+    return f"error:{bare}{sep}{tail}", frozenset(inside[:-1].split(","))
+
+
+def group_agrees(signature: str, target: str) -> bool:
+    """Whether two error signatures name one exception group's failure: the same group
+    type (and the rest alike) where the members of one are among the other's, or one names
+    none. A TaskGroup's tasks fail in the order timing gives them, and the group holds
+    those that failed before it was cancelled: one two-task TaskGroup gave
+    `[KeyError,ValueError]` 9 times in 12, `[ValueError]` twice and `[KeyError]` once,
+    one failure; two groups of members apart (`[KeyError]`, `[ValueError]`) differ.
+    Read where signatures are compared as one failure: minimize's, isolate's and
+    amplify's candidates (`native.agrees`) and `compare`'s cells."""
+    if signature == target:
+        return True
+    ours_bare, ours = split_group(signature)
+    theirs_bare, theirs = split_group(target)
+    if ours_bare != theirs_bare or (ours is None and theirs is None):
+        return False
+    return ours is None or theirs is None or ours <= theirs or theirs <= ours
+
+
 @frozen
 class NotRun:
     """An attempt that never ran what the spec asks (no interpreter, no GPU, no image): why.

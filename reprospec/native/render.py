@@ -201,10 +201,17 @@ def agrees(signature: str, target: str, *, native_unknown: bool, across_builds: 
     comparison that counted those as another failure measured a deterministic crash
     at 90% (minimize, isolate and amplify judge candidates by that rate).
     `across_builds`: whether the two may come from different builds of a library
-    (`unnamed_agrees`).
+    (`unnamed_agrees`). An exception group's signatures agree where one's members are
+    among the other's (`group_agrees`: which of a TaskGroup's tasks failed before it was
+    cancelled is timing's; `[KeyError,ValueError]` counted its own `[ValueError]` attempts
+    as another failure).
     """
     if signature == target or unnamed_agrees(signature, target, across_builds=across_builds):
         return True
+    if signature.startswith("error:") and "[" in signature + target:
+        from reprospec.core.results import group_agrees
+
+        return group_agrees(signature, target)
     if not native_unknown or not signature.startswith("crash:"):
         return False
     # crash:SIGNAL:where[:stage]:frame[:kernel=NAME]: the frame is the last part before

@@ -6,12 +6,12 @@ from collections.abc import Collection, Mapping
 from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import (
     CellResult,
     RunResult,
     VerdictKind,
+    group_agrees,
 )
 from reprospec.core.words import RESOLVED_SPEC, expectation_phrase, plural
 from reprospec.environment.facts import (
@@ -632,7 +632,8 @@ def _same_outcomes(a: Collection[str], b: Collection[str]) -> bool:
     could not name (`??@python3.11`, an image's Python without symbols) agreeing with the
     other's named one (`os_kill_impl@libpython3.11`): an unknown frame is no evidence of
     another crash, and a venv run against a docker run of one `os.kill` read `outcome
-    changed`."""
+    changed`; and an exception group's members one side names among the other's, or
+    names none (an older run's `error:ExceptionGroup`): `group_agrees`."""
     if set(a) == set(b):
         return True
     from reprospec.native import unnamed_agrees
@@ -641,27 +642,11 @@ def _same_outcomes(a: Collection[str], b: Collection[str]) -> bool:
         return any(
             ours == other
             or unnamed_agrees(ours, other, across_builds=True)
-            or _group_unread_agrees(ours, other)
+            or group_agrees(ours, other)
             for other in theirs
         )
 
     return all(met(x, b) for x in a) and all(met(y, a) for y in b)
-
-
-# An exception group's members in a signature (`error:ExceptionGroup[ValueError]`).
-_GROUP_MEMBERS = Lazy(r"(?<=Group)\[[^\]:]*\]")
-
-
-def _group_unread_agrees(ours: str, other: str) -> bool:
-    """Whether one signature names an exception group's members where the other's group
-    names none (`error:ExceptionGroup`: a run stored before members were read, or a group
-    whose members' lines were cut): no evidence of another failure, as an unnamed native
-    frame is none. Two groups that name different members do differ."""
-    if "Group" not in ours or "Group" not in other:
-        return False
-    bare = (ours, other)
-    named = [s for s in bare if _GROUP_MEMBERS.search(s)]
-    return len(named) == 1 and _GROUP_MEMBERS.sub("", named[0]) in bare
 
 
 def _failed(cell: CellResult) -> tuple[int, int]:

@@ -14,13 +14,20 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.results import ChainLink, GroupMember, Outcome, group_named
+from reprospec.core.results import (
+    ChainLink,
+    GroupMember,
+    Outcome,
+    group_agrees,
+    group_named,
+    split_group,
+)
 from reprospec.core.words import outcome_phrase
+from reprospec.native import agrees
 from reprospec.outcome.classify import classify
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import parse_chain, recorded_chain
 from reprospec.report.failure import chain_lines, member_lines
-from reprospec.store.compare import _same_outcomes
 from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
 from tests.support.plans import execution_in
 
@@ -309,12 +316,38 @@ def test_members_are_stored_and_an_older_outcome_reads_with_none() -> None:
     assert "members" not in outcome_to_dict(Outcome("error", exception="ValueError"))
 
 
-def test_compare_takes_a_group_stored_without_members_as_the_same() -> None:
-    assert _same_outcomes({"error:ExceptionGroup": 1}, {"error:ExceptionGroup[ValueError]": 1})
-    assert _same_outcomes(
-        {"error:ExceptionGroup[ValueError]:train": 1}, {"error:ExceptionGroup:train": 1}
+def test_a_signatures_group_is_read_back_as_group_named_wrote_it() -> None:
+    named = group_named("ExceptionGroup", (GroupMember("ValueError"), GroupMember("KeyError")))
+    assert split_group(f"error:{named}:train") == (
+        "error:ExceptionGroup:train",
+        frozenset({"KeyError", "ValueError"}),
     )
-    assert not _same_outcomes(
-        {"error:ExceptionGroup[KeyError]": 1}, {"error:ExceptionGroup[ValueError]": 1}
+    assert split_group("error:ExceptionGroup") == ("error:ExceptionGroup", None)
+    # A pytest test id's `[param]` is no member; a crash names no exception.
+    assert split_group("error:AssertionError:t.py::test_x[1]")[1] is None
+    assert split_group("crash:SIGSEGV:main:f[1]@lib")[1] is None
+
+
+def test_one_task_groups_failures_agree_whichever_tasks_failed_first() -> None:
+    # One two-task TaskGroup gave [KeyError,ValueError], [ValueError] and [KeyError]: one
+    # failure, which minimize (native.agrees) and compare (group_agrees) count as one; an
+    # older run's group names none. Members apart, another exception or another place
+    # differ.
+    both = "error:ExceptionGroup[KeyError,ValueError]"
+    for signature in ("error:ExceptionGroup[ValueError]", "error:ExceptionGroup", both):
+        assert group_agrees(signature, both)
+        assert group_agrees(both, signature)
+        assert agrees(signature, both, native_unknown=False, across_builds=False)
+    assert group_agrees("error:ExceptionGroup[ValueError]:train", "error:ExceptionGroup:train")
+    assert not group_agrees("error:ExceptionGroup[KeyError]", "error:ExceptionGroup[ValueError]")
+    assert not agrees(
+        "error:ExceptionGroup[KeyError]",
+        "error:ExceptionGroup[ValueError]",
+        native_unknown=True,
+        across_builds=True,
     )
-    assert not _same_outcomes({"error:ValueError": 1}, {"error:ExceptionGroup[ValueError]": 1})
+    assert not group_agrees("error:ValueError", "error:ExceptionGroup[ValueError]")
+    assert not group_agrees(
+        "error:ExceptionGroup[ValueError]", "error:ExceptionGroup[ValueError]:x"
+    )
+    assert not group_agrees("error:BaseExceptionGroup", "error:ExceptionGroup[ValueError]")
