@@ -10,7 +10,8 @@ thread's outermost function of the program's own code (a busy thread's innermost
 changes from dump to dump; the main thread's below its `<module>`), and where it waits in
 a blocking call of the library, its innermost one and what it waits in below it (the
 library's frames: Barrier.wait's threading.py frames; where its own line waits in C code,
-a lock's `with`, a sleep, that line's blocking call, `blocking_line`).
+a lock's `with`, a sleep, that line's blocking call, outcome/hangsource.py's
+`blocking_line`, the classifier's reading of that line too).
 Line numbers are left out (the program shrinks), and so are its files' paths (each
 candidate runs in its own folder).
 
@@ -26,87 +27,17 @@ threads, as a join's.)
 
 from __future__ import annotations
 
-import io
-import posixpath
-import re
-import tokenize
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hungstacks import Frame, hung_threads, in_file
+from reprospec.outcome.hangsource import Source, blocking_line, blocks, on_disk, source_at
+from reprospec.outcome.hungstacks import hung_threads
 from reprospec.process.childprotocol import STACK_TXT
 
 UNREAD = ""
 NOWHERE = "no frame of the program's own code"
-
-# The text of the file a dump's frame names (`blocking_line` reads its line), as the attempt
-# ran it: "" where there is no such file to read, for every attempt alike (`<string>`, a
-# file gone); None where this attempt's text cannot be known (a candidate's file since
-# rewritten, or removed): its place is then `UNREAD`, no difference.
-Source = Callable[[str], "str | None"]
-
-
-def on_disk(path: str) -> str:
-    """A file's text read where the dump names it, on this host ("" where it cannot be)."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except (OSError, ValueError):
-        return ""
-
-
-def source_at(
-    workdir: Path,
-    files: Iterable[tuple[str, str]] = (),
-    *,
-    written: bool = True,
-    docker: bool = False,
-) -> Source:
-    """The text of the files an attempt that ran in `workdir` had, by the path its dump names:
-    `files` (a candidate's program files, by their path relative to the workdir) from
-    there, every other file of the workdir from it, on this host, and a file elsewhere
-    where the dump names it.
-
-    A path is the workdir's as this host names it, by its real path, or, where the attempt
-    ran in the docker runner's container (`docker`), as the container does
-    (`container_workdir`: `/work` for a workdir under /root, /opt, /usr or /var), which
-    cannot be read on the host: every place there fell back to `main (in stuck)`, so a
-    busy loop and a deadlock were one place under docker alone (review). Only there: a
-    local attempt's `/work/...` is that host file, and read as the workdir's it was
-    another file's line, or none (a workdir under /root and a module under /work/lib).
-    The text is the attempt's, not the folder's when the place is read: a live search
-    (run.preload) rewrites one folder for each candidate, and a stored probe read again
-    (probes.reread) read the last candidate's lines. The text of a file of a folder gone
-    (but `files`) is unknown (None), and so, `written` False, is that of the folder's own
-    files (no link to the original's): not this attempt's (that live folder, read again)."""
-    from reprospec.runners.docker.container import container_workdir
-
-    own = dict(files)
-    roots: list[str] = []  # each ending in "/"
-    for folder in (workdir, workdir.resolve()):
-        named = (folder.as_posix(), container_workdir(folder)) if docker else (folder.as_posix(),)
-        for root in named:
-            root = root.rstrip("/") + "/"
-            if root not in roots:
-                roots.append(root)
-
-    def read(path: str) -> str | None:
-        for root in roots:
-            if not path.startswith(root):
-                continue
-            relative = posixpath.normpath(path[len(root) :])
-            if relative.startswith("../"):
-                continue
-            if relative in own:
-                return own[relative]
-            host = workdir / relative
-            if not workdir.is_dir() or (not written and host.is_file() and not host.is_symlink()):
-                return None
-            return on_disk(str(host))
-        return on_disk(path)
-
-    return read
 
 
 def place_of(stack: str | None, source: Source = on_disk) -> str:
@@ -123,7 +54,7 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     a lone busy thread read so was another hang at almost every sighting (review). Its
     innermost is said beside it for the words (`main (in stuck)`), not compared
     (`_entries`). Only where it waits in a known blocking call of the library
-    (`_BLOCKING`: threading's waits, a queue's get, selectors' select, a child's wait) are
+    (`BLOCKING`: threading's waits, a queue's get, selectors' select, a child's wait) are
     its innermost function and the library frames it waits in compared too, so one thread
     at a Barrier still differs from the same thread on a lock; and so are they where its
     own line waits in C code (`blocking_line`: `main -> stuck -> with`, a lock's), so a
@@ -141,7 +72,7 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
         blocked = "" if waiting else blocking_line(frame, source)
         if blocked is None:
             return UNREAD
-        if waiting and _blocks(waiting[0]):
+        if waiting and blocks(waiting[0]):
             if frame != outermost:
                 names.append(frame.function)
             names += [f"{f.path.rsplit('/', 1)[-1]}:{f.function}" for f in reversed(waiting)]
@@ -155,101 +86,9 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     return ", ".join(sorted(said))
 
 
-def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
-    """What a thread waits in where its own line blocks in C code, read from that line of
-    its file (its text `source`'s): `with` (a lock's, or a condition's, `with lock:`), or
-    the blocking call the line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where
-    the line runs Python (`while True: pass`, `x += 1`, a call of nothing that blocks) or
-    cannot be read (no such file or line); None where the attempt's text is unknown.
-
-    faulthandler's dump says where a thread is, not whether it runs: under one `main()` a
-    busy loop and a lock's deadlock were both `main` (`main (in stuck)` in words alone), so
-    a candidate that turned the deadlock into an endless loop hung "where the original did".
-    Names, not the line's text, are compared: the literals of `time.sleep(100)` shrink."""
-    if frame.line < 1:
-        return ""
-    text = source(frame.path)
-    if text is None:
-        return None
-    # The lines as Python numbers them (\n, \r\n or \r), not `splitlines`'s (a form feed).
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    line = lines[frame.line - 1] if frame.line <= len(lines) else ""
-    code = _without_comment(line).strip()
-    if _WITH.match(code):
-        return "with"
-    called = [name for name in _CALLED.findall(code) if name in _BLOCKING_CALLS]
-    return f"{called[-1]}()" if called else ""
-
-
-def _without_comment(line: str) -> str:
-    """`line` up to its comment, by Python's tokenizer: a `#` inside a string is no comment
-    (`print("#"); time.sleep(9)` read as a busy loop where the line was cut at it). A line
-    the tokenizer cannot read alone (inside a string that spans lines) is kept whole."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(line).readline):
-            if token.type == tokenize.COMMENT:
-                return line[: token.start[1]]
-    except (tokenize.TokenError, SyntaxError):
-        pass  # an open bracket or string: read up to where it stopped, the rest kept
-    return line
-
-
-_WITH = re.compile(r"(?:async\s+)?with\b")
-_CALLED = re.compile(r"(\w+)\s*\(")
-# The calls that block in C code until another thread or process acts (threading's lock,
-# time's sleep, a socket's, a pipe's or a child's wait), by the name a line calls them by.
-# Not `join`, `get` or `put`: a thread's join and a queue's get wait in the library's Python
-# frames (`_BLOCKING`), and `", ".join`, a dict's get, run.
-_BLOCKING_CALLS = frozenset(
-    (
-        "acquire",
-        "sleep",
-        "wait",
-        "waitpid",
-        "wait4",
-        "recv",
-        "recv_into",
-        "recvfrom",
-        "accept",
-        "read",
-        "readline",
-        "readinto",
-        "select",
-        "poll",
-        "pause",
-        "sigwait",
-        "input",
-        "lockf",
-        "flock",
-    )
-)
-
-
 # Where a thread that waits in no blocking call was caught, for the words alone: `main (in
 # stuck)`; `_entries` leaves it out, as a busy thread is caught wherever it runs.
 _IN = " (in "
-
-
-# The library's calls that block a thread until another thread or process acts, by their
-# file's last parts and function (the innermost library frame of a waiting thread): a thread in
-# one of them waits there at every dump, where one in any other library frame (json's
-# encoder, re's compile) is only passing through it.
-_BLOCKING = (
-    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock")),
-    ("queue.py", ("get", "put", "join")),
-    ("selectors.py", ("select",)),
-    ("subprocess.py", ("_try_wait", "wait", "_wait", "communicate", "_communicate")),
-    ("multiprocessing/connection.py", ("_recv", "recv", "_recv_bytes", "poll", "wait", "accept")),
-    ("multiprocessing/synchronize.py", ("acquire", "wait", "__enter__")),
-    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
-    ("socket.py", ("accept", "readinto")),
-)
-
-
-def _blocks(frame: Frame) -> bool:
-    """Whether a library frame is one of `_BLOCKING`'s calls (`in_file`: `mythreading.py`'s
-    `wait` is none)."""
-    return any(in_file(frame, path) and frame.function in names for path, names in _BLOCKING)
 
 
 def attempt_place(run_dir: Path, attempt: AttemptResult, source: Source) -> str:

@@ -19,11 +19,8 @@ report labels the workers' stacks and says where each hang sits.
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections.abc import Callable
-from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
@@ -31,6 +28,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
+from reprospec.outcome.hangsource import code_at, in_file
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
 # (`Outcome.hung_in`), so the place read here is the place stored.
@@ -495,23 +493,10 @@ def _sleeps(frame: Frame, waiting: list[Frame]) -> bool:
 
 
 def _source_line(frame: Frame) -> str:
-    """The line of its file a frame is at, up to its comment (by Python's tokenizer: a `#`
-    inside a string is none); "" where the file cannot be read here (a container's path, a
-    file since gone: the thread then ranks as one that runs)."""
-    if frame.line < 1 or frame.path.startswith("<"):
-        return ""
-    try:
-        with Path(frame.path).open(encoding="utf-8", errors="replace") as handle:
-            line = next((text for n, text in enumerate(handle, 1) if n == frame.line), "")
-    except (OSError, ValueError):
-        return ""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(line).readline):
-            if token.type == tokenize.COMMENT:
-                return line[: token.start[1]]
-    except (tokenize.TokenError, SyntaxError):
-        pass  # an open bracket or string: the line kept whole
-    return line
+    """The line of its file a frame is at, up to its comment (hangsource's `code_at`); ""
+    where the file cannot be read here (a container's path, a file since gone: the thread
+    then ranks as one that runs)."""
+    return code_at(frame) or ""
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:
@@ -593,14 +578,6 @@ def _is(frame: Frame, where: tuple[str, str | tuple[str, ...]]) -> bool:
     path, function = where
     names = (function,) if isinstance(function, str) else function
     return in_file(frame, path) and frame.function in names
-
-
-def in_file(frame: Frame, path: str) -> bool:
-    """Whether a frame is in the file `path` names by its last parts (`threading.py`,
-    `multiprocessing/connection.py`): the whole path or its end after a `/` (py-spy names
-    the library's files short), never a file whose name only ends so (`mythreading.py`,
-    `websocket.py`), which was taken for the library's (review)."""
-    return frame.path == path or frame.path.endswith("/" + path)
 
 
 def _short(frame: Frame) -> str:

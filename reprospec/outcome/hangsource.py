@@ -1,0 +1,215 @@
+"""The text a hung thread's own line is read from, and what that line waits in.
+
+faulthandler's dump says where a thread is, not whether it runs: a lock's wait and a sleep
+both stop in C code, below the user's line. That line, read from the text the attempt ran,
+says which: the classifier ranks a join's threads by it (hungstacks.py's `_stuck_rank`:
+one on a lock before one that sleeps) and minimize compares two hangs by it
+(minimize/hangplace.py's `place_of`). One reading for both: the two kept their own copies
+of the comment rule and of the blocking calls, and they disagreed (`", ".join(parts)` read
+as a join that waits, by the classifier alone).
+
+The text is a `Source`'s, by the path the dump names: under the docker runner that is the
+container's (`/work/...` for a workdir under /root, /opt, /usr or /var), which the host
+must map back to the workdir (`source_at`), not read where it names (another file's line,
+or none).
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import tokenize
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from reprospec.core.results import PythonFrame as Frame
+
+# The text of the file a dump's frame names (`blocking_line` reads its line), as the attempt
+# ran it: "" where there is no such file to read, for every attempt alike (`<string>`, a
+# file gone); None where this attempt's text cannot be known (a candidate's file since
+# rewritten, or removed): minimize's place is then `UNREAD`, no difference.
+Source = Callable[[str], "str | None"]
+
+
+def on_disk(path: str) -> str:
+    """A file's text read where the dump names it, on this host ("" where it cannot be)."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return ""
+
+
+def source_at(
+    workdir: Path,
+    files: Iterable[tuple[str, str]] = (),
+    *,
+    written: bool = True,
+    docker: bool = False,
+) -> Source:
+    """The text of the files an attempt that ran in `workdir` had, by the path its dump names:
+    `files` (a candidate's program files, by their path relative to the workdir) from
+    there, every other file of the workdir from it, on this host, and a file elsewhere
+    where the dump names it.
+
+    A path is the workdir's as this host names it, by its real path, or, where the attempt
+    ran in the docker runner's container (`docker`), as the container does
+    (`container_workdir`: `/work` for a workdir under /root, /opt, /usr or /var), which
+    cannot be read on the host: every place there fell back to `main (in stuck)`, so a
+    busy loop and a deadlock were one place under docker alone (review). Only there: a
+    local attempt's `/work/...` is that host file, and read as the workdir's it was
+    another file's line, or none (a workdir under /root and a module under /work/lib).
+    The text is the attempt's, not the folder's when the place is read: a live search
+    (run.preload) rewrites one folder for each candidate, and a stored probe read again
+    (probes.reread) read the last candidate's lines. The text of a file of a folder gone
+    (but `files`) is unknown (None), and so, `written` False, is that of the folder's own
+    files (no link to the original's): not this attempt's (that live folder, read again)."""
+    from reprospec.runners.docker.container import container_workdir
+
+    own = dict(files)
+    roots: list[str] = []  # each ending in "/"
+    for folder in (workdir, workdir.resolve()):
+        named = (folder.as_posix(), container_workdir(folder)) if docker else (folder.as_posix(),)
+        for root in named:
+            root = root.rstrip("/") + "/"
+            if root not in roots:
+                roots.append(root)
+
+    def read(path: str) -> str | None:
+        for root in roots:
+            if not path.startswith(root):
+                continue
+            relative = posixpath.normpath(path[len(root) :])
+            if relative.startswith("../"):
+                continue
+            if relative in own:
+                return own[relative]
+            host = workdir / relative
+            if not workdir.is_dir() or (not written and host.is_file() and not host.is_symlink()):
+                return None
+            return on_disk(str(host))
+        return on_disk(path)
+
+    return read
+
+
+def code_at(frame: Frame, source: Source = on_disk) -> str | None:
+    """The line of its file a frame is at, as `source` has it, up to its comment and
+    stripped: "" where there is no such file or line, None where the attempt's text is
+    unknown."""
+    if frame.line < 1:
+        return ""
+    text = source(frame.path)
+    if text is None:
+        return None
+    # The lines as Python numbers them (\n, \r\n or \r), not `splitlines`'s (a form feed).
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    line = lines[frame.line - 1] if frame.line <= len(lines) else ""
+    return _without_comment(line).strip()
+
+
+def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
+    """What a thread waits in where its own line blocks in C code, read from that line of
+    its file (its text `source`'s): `with` (a lock's, or a condition's, `with lock:`), or
+    the blocking call the line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where
+    the line runs Python (`while True: pass`, `x += 1`, a call of nothing that blocks) or
+    cannot be read (no such file or line); None where the attempt's text is unknown.
+
+    faulthandler's dump says where a thread is, not whether it runs: under one `main()` a
+    busy loop and a lock's deadlock were both `main` (`main (in stuck)` in words alone), so
+    a candidate that turned the deadlock into an endless loop hung "where the original did".
+    Names, not the line's text, are compared: the literals of `time.sleep(100)` shrink."""
+    code = code_at(frame, source)
+    if not code:
+        return code
+    if _WITH.match(code):
+        return "with"
+    called = [name for name in _CALLED.findall(code) if name in BLOCKING_CALLS]
+    return f"{called[-1]}()" if called else ""
+
+
+def _without_comment(line: str) -> str:
+    """`line` up to its comment, by Python's tokenizer: a `#` inside a string is no comment
+    (`print("#"); time.sleep(9)` read as a busy loop where the line was cut at it). A line
+    the tokenizer cannot read alone (inside a string that spans lines) is kept whole."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an open bracket or string: read up to where it stopped, the rest kept
+    return line
+
+
+_WITH = re.compile(r"(?:async\s+)?with\b")
+_CALLED = re.compile(r"(\w+)\s*\(")
+# The calls that block in C code until another thread or process acts (threading's lock,
+# time's sleep, a socket's, a pipe's or a child's wait), by the name a line calls them by.
+# Not `join`, `get` or `put`: a thread's join and a queue's get wait in the library's Python
+# frames (`BLOCKING`), and `", ".join`, a dict's get, run.
+BLOCKING_CALLS = frozenset(
+    (
+        "acquire",
+        "sleep",
+        "wait",
+        "waitpid",
+        "wait4",
+        "recv",
+        "recv_into",
+        "recvfrom",
+        "accept",
+        "read",
+        "readline",
+        "readinto",
+        "select",
+        "poll",
+        "pause",
+        "sigwait",
+        "input",
+        "lockf",
+        "flock",
+    )
+)
+
+
+# The library's calls that block a thread until another thread or process acts, by their
+# file's last parts and function (the innermost library frame of a waiting thread): a thread in
+# one of them waits there at every dump, where one in any other library frame (json's
+# encoder, re's compile) is only passing through it.
+BLOCKING = (
+    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock")),
+    ("queue.py", ("get", "put", "join")),
+    ("selectors.py", ("select",)),
+    ("subprocess.py", ("_try_wait", "wait", "_wait", "communicate", "_communicate")),
+    ("multiprocessing/connection.py", ("_recv", "recv", "_recv_bytes", "poll", "wait", "accept")),
+    ("multiprocessing/synchronize.py", ("acquire", "wait", "__enter__")),
+    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
+    ("socket.py", ("accept", "readinto")),
+)
+
+
+def in_file(frame: Frame, path: str) -> bool:
+    """Whether a frame is in the file `path` names by its last parts (`threading.py`,
+    `multiprocessing/connection.py`): the whole path or its end after a `/` (py-spy names
+    the library's files short), never a file whose name only ends so (`mythreading.py`,
+    `websocket.py`), which was taken for the library's (review)."""
+    return frame.path == path or frame.path.endswith("/" + path)
+
+
+def blocks(frame: Frame) -> bool:
+    """Whether a library frame is one of `BLOCKING`'s calls (`in_file`: `mythreading.py`'s
+    `wait` is none)."""
+    return any(in_file(frame, path) and frame.function in names for path, names in BLOCKING)
+
+
+__all__ = [
+    "BLOCKING",
+    "BLOCKING_CALLS",
+    "Source",
+    "blocking_line",
+    "blocks",
+    "code_at",
+    "in_file",
+    "on_disk",
+    "source_at",
+]
