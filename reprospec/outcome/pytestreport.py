@@ -63,6 +63,9 @@ _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
 # The first line of an exception group's traceback, as CPython prints it.
 _GROUP_HEADER = Lazy(r"^\s*\+ Exception Group Traceback \(most recent call last\):\s*$")
+# Where a test's section turns to what it printed and logged (`---- Captured log call
+# ----`, `Captured stderr call`): none of it is the test's exception.
+_CAPTURED = Lazy(r"^-+ Captured .* -+\s*$")
 
 
 @frozen
@@ -126,7 +129,14 @@ def first_failure(text: str) -> FailedTest | None:
     exception = message = None
     members: tuple[PythonException, ...] = ()
     section, at = _section(text, test)
-    if section and any(_GROUP_HEADER.match(line) for line in section):
+    # The test's report, past which its captured output and logs begin: a TaskGroup's
+    # failure logged there (`logging.exception`) is no exception of the test's.
+    section = section[: next((i for i, s in enumerate(section) if _CAPTURED.match(s)), None)]
+    if (
+        section
+        and any(_GROUP_HEADER.match(line) for line in section)
+        and not _last_e_block(section)
+    ):
         # A test that raised an exception group (a TaskGroup's failure): pytest prints it
         # as CPython does, with no `E   ` lines, and its summary shortens it (`ValueError(
         # 'boom') [single exception in Exceptio...`): read as no exception at all.

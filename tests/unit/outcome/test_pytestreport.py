@@ -550,3 +550,51 @@ def test_a_tests_exception_group_is_read_with_its_members() -> None:
     failed = first_failure(single)
     assert failed is not None
     assert failed.exception == "ExceptionGroup"
+
+
+# pytest 9's report of a test that logged a TaskGroup's failure (`logging.exception`) and
+# then failed its own assert: the group is in the section's `Captured log call` part.
+_LOGGED_GROUP_REPORT = """\
+F                                                                        [100%]
+=================================== FAILURES ===================================
+___________________________ test_logged_then_assert ____________________________
+
+    def test_logged_then_assert():
+        try:
+            asyncio.run(main())
+        except ExceptionGroup:
+            logging.exception("request failed")
+>       assert 1 == 2
+E       assert 1 == 2
+
+test_cases.py:15: AssertionError
+------------------------------ Captured log call -------------------------------
+ERROR    root:test_cases.py:14 request failed
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/test_cases.py", line 12, in test_logged_then_assert
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/test_cases.py", line 4, in bad
+    |     raise ValueError("boom")
+    | ValueError: boom
+    +------------------------------------
+=========================== short test summary info ============================
+FAILED test_cases.py::test_logged_then_assert - assert 1 == 2
+1 failed in 0.25s
+"""
+
+
+def test_a_group_the_test_logged_is_not_its_exception() -> None:
+    # It was read as `ExceptionGroup[ValueError]`, and `expect.exception: AssertionError`
+    # missed the test's own failure.
+    failed = first_failure(_LOGGED_GROUP_REPORT)
+    assert failed is not None
+    assert (failed.exception, failed.message, failed.members) == (
+        "AssertionError",
+        "assert 1 == 2",
+        (),
+    )
