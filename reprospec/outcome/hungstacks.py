@@ -28,7 +28,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
-from reprospec.outcome.hangsource import code_at, in_file
+from reprospec.outcome.hangsource import blocking_line, code_at, in_file
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
 # (`Outcome.hung_in`), so the place read here is the place stored.
@@ -465,19 +465,22 @@ def _stuck_rank(thread: _HungThread) -> int:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
         return 2 if _TIMED_WAIT.search(_source_line(waiting[0])) else 0
-    code = _source_line(frame)
-    if _BLOCKED_LINE.search(code):
+    blocked = blocking_line(frame)
+    if blocked in _ON_ANOTHER_THREAD:
         return 0
-    return 2 if _SLEEP_LINE.search(code) else 1
+    return 2 if blocked == _SLEEP else 1
 
 
 # The library's files whose frames a thread waits in for another thread (a join, a lock's
 # or Condition's acquire, a queue's get, a future's result), below its own line.
 _THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
-# A user's line that waits in C code for another thread: a lock's `with`, its acquire, an
-# Event's or a Condition's wait, a join. A line that sleeps: time's sleep (`sleep(0.05)`).
-_BLOCKED_LINE = Lazy(r"^\s*(?:async\s+)?with\b|\b(?:acquire|wait|wait_for|join)\s*\(")
-_SLEEP_LINE = Lazy(r"\bsleep\s*\(")
+# A user's own line that waits in C code for another thread (hangsource's `blocking_line`):
+# a lock's `with`, its acquire. Only those: a join's, an Event's or a Condition's wait has
+# threading.py's frames below the line (`waiting`), so a `join(` on the line itself is a
+# thread that runs (`s = ", ".join(parts)`), which ranked with the lock's and, dumped
+# first, titled the hang (review). A line that sleeps: time's sleep (`sleep(0.05)`).
+_ON_ANOTHER_THREAD = ("with", "acquire()")
+_SLEEP = "sleep()"
 # threading's Condition.wait where it was given a timeout (its line in 3.10 to 3.13 alike).
 _TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
 
@@ -489,7 +492,7 @@ def _sleeps(frame: Frame, waiting: list[Frame]) -> bool:
         return _is(waiting[0], ("threading.py", "wait")) and bool(
             _TIMED_WAIT.search(_source_line(waiting[0]))
         )
-    return bool(_SLEEP_LINE.search(_source_line(frame)))
+    return blocking_line(frame) == _SLEEP
 
 
 def _source_line(frame: Frame) -> str:

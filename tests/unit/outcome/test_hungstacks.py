@@ -548,6 +548,23 @@ def test_a_join_names_the_thread_on_a_lock_not_the_heartbeat_that_sleeps(
     assert [f.function for f in stuck.joined] == ["work", "beat"]
 
 
+@pytest.mark.parametrize("busy", ['s = ", ".join(parts)', "path = os.path.join(root, name)"])
+def test_a_join_names_the_thread_on_a_lock_not_a_busy_one_that_calls_join(
+    tmp_path: Path, busy: str
+) -> None:
+    """A thread whose own line calls `join(` with no threading.py frames below it runs:
+    a real join waits in threading's frames. `", ".join(parts)` ranked with the lock's
+    `with` and, dumped first, titled the hang (review)."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import threading\nlock = threading.Lock()\nlock.acquire()\n"
+        f"def beat(parts):\n    {busy}\n"
+        "def work():\n    pass\n    pass\n    with lock:\n"
+    )
+    stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=job).replace("line 6 in beat", "line 5 in beat")
+    assert hung_frame(stack) == Frame(str(job), 9, "work")
+
+
 def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) -> None:
     """Where the file is not here to read (a container's path), the dump's order stands."""
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=tmp_path / "gone.py")
