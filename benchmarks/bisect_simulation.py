@@ -1,7 +1,7 @@
 """The bisect search against a simulated flaky oracle: right answers and attempts.
 
     python benchmarks/bisect_simulation.py [--versions 64] [--rate 1.0 0.3 1:5:0.5]
-                                           [--trials 1000] [--before main] [--min-rate 0.3]
+                                           [--trials 1000] [--before main|DIR] [--min-rate 0.3]
 
 No processes: version i is bad from the (random) first-bad index on, and an
 attempt at a bad version shows the matching failure with probability `--rate`
@@ -10,7 +10,8 @@ deterministic for the trial's first N attempts, then flakes at R. Every trial
 runs the whole search, both end checks included, and counts every attempt; the
 search is never told the rate, only `--min-rate` (as a spec's `expect.rate`
 bound tells it; default the search's own). `--before REV` runs the same trials
-(same seeds) with the search of that git revision too, alternating trial by
+(same seeds) with the search of that git revision too (or of a checkout's folder,
+`--before DIR`: a `git worktree`, or a copy with uncommitted changes), alternating trial by
 trial, so the pair is measured in one run under the same load; the CPU seconds
 are the process's own (the search runs no children).
 
@@ -36,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -48,13 +50,29 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def search_at(revision: str) -> ModuleType:
-    """The bisect search module as it was at `revision` (it imports only reprospec.core)."""
-    text = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{revision}:reprospec/bisect/search.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    """The bisect search module as it was at `revision` (it imports only reprospec.core):
+    a git revision, or a folder holding a checkout (`git worktree add DIR REV`, or a copy
+    with uncommitted changes), whose reprospec/bisect/search.py is read as it is.
+
+    A folder was read as a revision name, and the run ended in git's CalledProcessError."""
+    checkout = Path(revision)
+    if checkout.is_dir():
+        source = checkout / "reprospec" / "bisect" / "search.py"
+        if not source.is_file():
+            _refuse(f"--before {revision}: a folder without reprospec/bisect/search.py")
+        text = source.read_text()
+    else:
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:reprospec/bisect/search.py"],
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode:
+            _refuse(
+                f"--before {revision}: neither a folder nor a git revision with "
+                f"reprospec/bisect/search.py ({shown.stderr.strip()})"
+            )
+        text = shown.stdout
     folder = Path(tempfile.mkdtemp(prefix="bisect-before-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then
     path = folder / "search_before.py"
@@ -184,7 +202,11 @@ def main() -> int:
         default=DEFAULT_MIN_RATE,
         help="the rate the search is told a bad version fails at least at (--min-rate)",
     )
-    parser.add_argument("--before", metavar="REV", help="also run the search of this revision")
+    parser.add_argument(
+        "--before",
+        metavar="REV|DIR",
+        help="also run the search of this git revision, or of this checkout's folder",
+    )
     parser.add_argument(
         "--skip",
         type=float,
@@ -235,6 +257,12 @@ def main() -> int:
     for line in goals:
         print(line)
     return 0
+
+
+def _refuse(message: str) -> NoReturn:
+    """A `--before` that names no search: said in one line, exit 2 (bad usage)."""
+    print(f"bisect_simulation.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _met(ok: bool) -> str:
