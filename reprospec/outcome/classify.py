@@ -507,6 +507,9 @@ def classify(
                     exception = PythonException(
                         test.exception or "", test.message, members=test.members
                     )
+                    # `raise RuntimeError(...) from group`: its group's members are met by
+                    # expect.exception, as where the same code runs outside pytest.
+                    chain = (*test.chain[:-1], exception) if test.chain else ()
                     detail += f"; pytest reports {test.reported()}"
                     if phase is None or is_test_id(phase):
                         phase, step, stage, module = test.test, None, None, None

@@ -83,6 +83,11 @@ class FailedTest:
     # An exception group's members (a test's `asyncio.TaskGroup`), where its section prints
     # the group's traceback as CPython does (pytest's every `--tb` style).
     members: tuple[PythonException, ...] = ()
+    # The test's exception's chain, primary first, where the section prints it as CPython
+    # does (an exception group in it: `raise RuntimeError(...) from group`) and it holds
+    # more than the one; () otherwise. Its groups' members are met by expect.exception, as
+    # the same code's run outside pytest.
+    chain: tuple[PythonException, ...] = ()
 
     def reported(self) -> str:
         """What pytest said of it, in its words: `t.py::test_x failed`, `ERROR collecting
@@ -128,22 +133,20 @@ def first_failure(text: str) -> FailedTest | None:
     summary_type, summary_message = _typed(summary["rest"])
     exception = message = None
     members: tuple[PythonException, ...] = ()
+    chain: tuple[PythonException, ...] = ()
     section, at = _section(text, test)
     # The test's report, past which its captured output and logs begin: a TaskGroup's
     # failure logged there (`logging.exception`) is no exception of the test's.
     section = section[: next((i for i, s in enumerate(section) if _CAPTURED.match(s)), None)]
-    if (
-        section
-        and any(_GROUP_HEADER.match(line) for line in section)
-        and not _last_e_block(section)
-    ):
+    if section and any(_GROUP_HEADER.match(line) for line in section):
         # A test that raised an exception group (a TaskGroup's failure): pytest prints it
         # as CPython does, with no `E   ` lines, and its summary shortens it (`ValueError(
-        # 'boom') [single exception in Exceptio...`): read as no exception at all.
+        # 'boom') [single exception in Exceptio...`): read as no exception at all. One
+        # that raised another from a group prints the group's chain so, then its own `E`.
         from reprospec.outcome.tracebacks import parse_chain
 
         chain = parse_chain("\n".join(section))
-        if chain:
+        if chain and not _last_e_block(section):
             exception, message, members = chain[-1].type, chain[-1].message, chain[-1].members
     if section and exception is None:
         raised = [m["type"] for line in section if (m := _RAISED_AT.match(line))]
@@ -160,7 +163,14 @@ def first_failure(text: str) -> FailedTest | None:
         exception = summary_type
     if message is None:
         message = summary_message
-    return FailedTest(test, exception, message or None, summary["kind"], at, members)
+    if len(chain) < 2 or exception is None or _bare(chain[-1].type) != _bare(exception):
+        chain = ()  # no chain, or not the one of the exception pytest reports
+    return FailedTest(test, exception, message or None, summary["kind"], at, members, chain)
+
+
+def _bare(exception: str) -> str:
+    """`Error` of `pkg.mod.Error`: pytest writes a type by its module or without it."""
+    return exception.rsplit(".", 1)[-1]
 
 
 def _typed(rest: str | None) -> tuple[str | None, str | None]:

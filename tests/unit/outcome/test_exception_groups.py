@@ -351,3 +351,62 @@ def test_one_task_groups_failures_agree_whichever_tasks_failed_first() -> None:
         "error:ExceptionGroup[ValueError]", "error:ExceptionGroup[ValueError]:x"
     )
     assert not group_agrees("error:BaseExceptionGroup", "error:ExceptionGroup[ValueError]")
+
+
+# pytest 9's report of a test that wrapped its TaskGroup's failure:
+# `except ExceptionGroup as group: raise RuntimeError("wrapped") from group`.
+WRAPPED_REPORT = """\
+=================================== FAILURES ===================================
+_________________________________ test_wrapped _________________________________
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/test_cases.py", line 19, in test_wrapped
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/test_cases.py", line 4, in bad
+    |     raise ValueError("boom")
+    | ValueError: boom
+    +------------------------------------
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/test_cases.py", line 21, in test_wrapped
+    raise RuntimeError("wrapped") from group
+RuntimeError: wrapped
+
+The above exception was the direct cause of the following exception:
+
+    def test_wrapped():
+        try:
+            asyncio.run(main())
+        except ExceptionGroup as group:
+>           raise RuntimeError("wrapped") from group
+E           RuntimeError: wrapped
+
+test_cases.py:21: RuntimeError
+=========================== short test summary info ============================
+FAILED test_cases.py::test_wrapped - RuntimeError: wrapped
+============================== 1 failed in 0.25s ===============================
+"""
+
+
+def test_a_pytest_tests_group_in_its_chain_keeps_its_members(tmp_path: Path) -> None:
+    # Its chain was left out (the test's RuntimeError alone): `expect.exception: ValueError`
+    # missed under pytest what it met where the same code ran outside it.
+    (tmp_path / "stderr.log").write_text("")
+    (tmp_path / "stdout.log").write_text(WRAPPED_REPORT)
+    (tmp_path / "events.jsonl").write_text("")
+    outcome = classify(execution_in(tmp_path, 1), pytest=True)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.exception, outcome.message) == ("RuntimeError", "wrapped")
+    assert [(link.type, link.members) for link in outcome.chain] == [
+        ("ExceptionGroup", (GroupMember("ValueError", "boom"),)),
+        ("RuntimeError", ()),
+    ]
+    assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
+    assert judge_attempt(outcome, Expectation("error", exception="RuntimeError")).matched
+    assert not judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
