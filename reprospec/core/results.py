@@ -130,6 +130,10 @@ class GroupMember:
     type: str
     message: str | None = None
 
+    def to_dict(self) -> JsonObject:
+        """Its results.json form (`members`' items): `{"type": ..., "message": ...}`."""
+        return {"type": self.type, "message": self.message}
+
 
 @frozen
 class ChainLink:
@@ -147,10 +151,16 @@ class ChainLink:
     link: Literal["cause", "context"] | None = None
     members: tuple[GroupMember, ...] = ()
 
+    @property
+    def named(self) -> str:
+        """Its type, with an exception group's members' types after it:
+        `ExceptionGroup[ValueError]` (`group_named`), as `Outcome.named_exception`."""
+        return group_named(self.type, self.members) or self.type
+
     def to_dict(self) -> JsonObject:
         out: JsonObject = {"type": self.type, "message": self.message, "link": self.link}
         if self.members:
-            out["members"] = [{"type": m.type, "message": m.message} for m in self.members]
+            out["members"] = [m.to_dict() for m in self.members]
         return out
 
 

@@ -38,7 +38,6 @@ from reprospec.core.results import (
     Rate,
     SetAside,
     VerdictKind,
-    group_named,
 )
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import RateBound, format_size
@@ -213,7 +212,7 @@ def outcome_phrase(
         # child's error, ended long before, as the hang, where its process slept on in its
         # own code; the report says where it hung and quotes the traceback apart.
         printed = outcome.last_traceback
-        parts.append(f"(last traceback: {group_named(printed.type, printed.members)})")
+        parts.append(f"(last traceback: {printed.named})")
     if message:
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
     if outcome.where == "worker":

@@ -542,11 +542,7 @@ def classify(
     message = exception.message if exception else None
     # An exception group's members (a TaskGroup's failure is always `ExceptionGroup`): what
     # its signature, its words and `expect.exception` tell one group from another by.
-    members = (
-        tuple(GroupMember(m.type, m.message) for m in exception.members)
-        if exception is not None and kind != "pass"
-        else ()
-    )
+    members = _members(exception) if exception is not None and kind != "pass" else ()
     # The OOM killer's signal is SIGKILL, and it says nothing else: where the runner saw
     # the kernel count a kill while the attempt ran, that is who sent it (memcgroup.py).
     oom_killed = kind == "crash" and signal == "SIGKILL" and execution.oom is not None
@@ -598,7 +594,7 @@ def classify(
             ChainLink(
                 last_traceback.type,
                 last_traceback.message,
-                members=tuple(GroupMember(m.type, m.message) for m in last_traceback.members),
+                members=_members(last_traceback),
             )
             if failed and last_traceback is not None
             else None
@@ -759,10 +755,16 @@ def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:
             e.type,
             e.message,
             links.get(e.link),
-            tuple(GroupMember(m.type, m.message) for m in e.members),
+            _members(e),
         )
         for e in chain
     )
+
+
+def _members(exception: PythonException) -> tuple[GroupMember, ...]:
+    """An exception group's members as a result holds them (`Outcome.members`,
+    `ChainLink.members`); () for any other exception."""
+    return tuple(GroupMember(m.type, m.message) for m in exception.members)
 
 
 def crash_stack(execution: Execution, evidence: Evidence) -> str | None:

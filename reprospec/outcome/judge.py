@@ -32,7 +32,6 @@ from reprospec.core.results import (
     RunResult,
     Verdict,
     VerdictKind,
-    group_named,
 )
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import RateBound
@@ -105,7 +104,7 @@ def judge_attempt(
         got_exception = outcome.named_exception or "none"
         if outcome.last_traceback is not None and not outcome.exception:
             printed = outcome.last_traceback
-            got_exception += f" (last traceback: {group_named(printed.type, printed.members)})"
+            got_exception += f" (last traceback: {printed.named})"
         misses.append(mismatch("exception", expectation.exception, got_exception))
     if expectation.message is not None:
         miss = _message_miss(expectation.message, outcome, evidence)

@@ -19,7 +19,6 @@ from reprospec.core.results import (
     Outcome,
     RunResult,
     alike,
-    group_named,
 )
 from reprospec.core.words import (
     NOT_RUN,
@@ -457,8 +456,7 @@ def last_traceback_line(outcome: Outcome, short: Callable[[str], str] = str) -> 
     if printed is None:
         return ""
     message = clean_log(printed.message or "").strip().split("\n")[0]
-    named = group_named(printed.type, printed.members) or printed.type
-    text = f"{named}: {message}" if message else named
+    text = f"{printed.named}: {message}" if message else printed.named
     return inline_code(short(shorten(text, 200)))
 
 
@@ -485,7 +483,7 @@ def chain_lines(outcome: Outcome) -> list[str]:
     previous: str | None = None
     for link in outcome.chain:
         message = clean_log(link.message or "").strip().split("\n")[0]
-        text = inline_code(group_named(link.type, link.members) or link.type)
+        text = inline_code(link.named)
         if message:
             text += f": {inline_code(shorten(message, 200))}"
         if previous == "cause":

@@ -92,7 +92,7 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         printed = outcome.last_traceback
         last: JsonObject = {"type": printed.type, "message": printed.message}
         if printed.members:
-            last["members"] = [{"type": m.type, "message": m.message} for m in printed.members]
+            last["members"] = [m.to_dict() for m in printed.members]
         out["last_traceback"] = last
     if outcome.crashed_child is not None:
         out["crashed_child"] = outcome.crashed_child.to_dict()
@@ -101,7 +101,7 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
     if outcome.hung_in is not None:
         out["hung_in"] = outcome.hung_in.to_dict()
     if outcome.members:
-        out["members"] = [{"type": m.type, "message": m.message} for m in outcome.members]
+        out["members"] = [m.to_dict() for m in outcome.members]
     return out
 
 
