@@ -77,10 +77,12 @@ def judge_attempt(
 
     `signal` may list several signals (any of them matches). `exception` and
     `message` match any exception of the chain (the primary, a link, or the last
-    one), any member of the exception group that ended it, or the last traceback
-    printed where none ended the process (`python
-    train.py` run by `make`, which exits 2); `message` is then looked for in the end
-    of the attempt's output (`evidence`). An attempt that did not run matches nothing.
+    one), any member of an exception group in it (the one that ended it, or one a
+    library raised from: `raise RuntimeError(...) from group`), or the last traceback
+    printed where none ended the process (`python train.py` run by `make`, which exits
+    2), and its group's members where it is one (`_printed`); `message` is then looked
+    for in the end of the attempt's output (`evidence`). An attempt that did not run
+    matches nothing.
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
