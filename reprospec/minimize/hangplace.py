@@ -60,8 +60,10 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     own line waits in C code (`blocking_line`: `main -> stuck -> with`, a lock's), so a
     busy loop (`main (in stuck)`) and a deadlock under one `main()` differ. That line is
     read from `source`, the attempt's own text (`source_at`); `UNREAD` where it cannot be
-    known."""
-    threads = hung_threads(stack)
+    known. So are the lines that pick the hung threads (a main thread's sleep loop beside
+    a thread on a lock, `hung_threads`): the live folder's files were read there, another
+    candidate's (review)."""
+    threads = hung_threads(stack, source)
     if threads is None:
         return UNREAD
     if not threads:

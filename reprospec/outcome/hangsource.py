@@ -40,6 +40,14 @@ def on_disk(path: str) -> str:
         return ""
 
 
+def unread(path: str) -> str:
+    """No file's text: a dump read again after its attempt (a report of a stored run, of a
+    bundle on another machine, of a program since edited) has no files of the attempt's to
+    read, and today's are not them."""
+    del path
+    return ""
+
+
 def source_at(
     workdir: Path,
     files: Iterable[tuple[str, str]] = (),
@@ -212,4 +220,5 @@ __all__ = [
     "in_file",
     "on_disk",
     "source_at",
+    "unread",
 ]

@@ -11,10 +11,13 @@ stack was fetching an item when the engine asked: the hang sits there, in the us
 report said `hang`, `where: main`, and the worker's frame showed only in the folded
 Stacks block, under the same command line as the two other processes).
 
-A reading of text (but for the line a joined thread sits at, read from its file to tell a
-thread on a lock from one that sleeps: `_stuck_rank`): the classifier names the stuck
-worker (`where: worker`, as the harness's `worker_busy` events do for a workload), and the
-report labels the workers' stacks and says where each hang sits.
+A reading of text (but for the line a joined thread sits at, read to tell a thread on a
+lock from one that sleeps, `_stuck_rank`, from the text the attempt ran: a `Source`,
+hangsource.py's, which the classifier makes of the attempt's workdir, a docker container's
+`/work` mapped back): the classifier names the stuck worker (`where: worker`, as the
+harness's `worker_busy` events do for a workload), and the report labels the workers'
+stacks and says where each hang sits, reading no file again (the place the classifier
+stored ranked first: today's files, or another machine's, are not the attempt's).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
-from reprospec.outcome.hangsource import blocking_line, code_at, in_file
+from reprospec.outcome.hangsource import Source, blocking_line, code_at, in_file, on_disk
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
 # (`Outcome.hung_in`), so the place read here is the place stored.
@@ -237,8 +240,15 @@ def _blocks(stack: str | None) -> list[_Block]:
     return blocks
 
 
-def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
-    """Each process of a stack dump, in its order (the attempt's root first)."""
+def hung_processes(
+    stack: str | None, source: Source = on_disk, first: Frame | None = None
+) -> tuple[HungProcess, ...]:
+    """Each process of a stack dump, in its order (the attempt's root first). `source`: the
+    text of the files the attempt ran (hangsource's `source_at`: a docker container's
+    `/work` mapped back), a thread's own line read from it (`_stuck_rank`); `first`: the
+    thread a hang was found in when the attempt was classified (`Outcome.hung_in`), ranked
+    first, where the dump is read again with no file to read (the report's `unread`)."""
+    rank = _ranker(source, first)
     out = []
     for pid, threads, command, tags in _blocks(stack):
         if NOT_PYTHON in tags:
@@ -254,7 +264,7 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         frame = None if away else next((f for f in main if _is_user(f, string)), None)
         joined: tuple[Frame, ...] = ()
         at_exit = False
-        if frame is None and not away and (left := _left_waiting(threads, command)):
+        if frame is None and not away and (left := _left_waiting(threads, command, rank)):
             # Its main thread waits at exit for threads it never joined: a join's place,
             # in those threads (the title `hang in worker (t.py:6)`, as with the join).
             frame = next(f for f in main if _is(f, _EXIT_WAIT))
@@ -263,13 +273,19 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
         polled = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
-            joined = tuple(t[0] for t in _other_threads(threads, main, string))
-        elif frame is not None and not away and _sleeps(frame, waiting):
+            joined = tuple(t[0] for t in _other_threads(threads, main, string, rank))
+        elif (
+            frame is not None
+            and not away
+            and (_named_elsewhere(first, frame, threads) or _sleeps(frame, waiting, source))
+        ):
             # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another
             # thread waits for good (a lock, a join, a queue), the hang sits there, not in
             # the main thread's sleep (`hang in <module> (poll.py:14)` named no stuck thread).
-            others = _other_threads(threads, main, string)
-            if others and _stuck_rank(others[0]) == 0:
+            others = _other_threads(threads, main, string, rank)
+            if others and (
+                others[0][0] == first or (rank(others[0]) == 0 and _sleeps(frame, waiting, source))
+            ):
                 joined, polled = tuple(t[0] for t in others), True
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
@@ -292,17 +308,27 @@ def hung_processes(stack: str | None) -> tuple[HungProcess, ...]:
     return tuple(out)
 
 
+def _named_elsewhere(
+    first: Frame | None, frame: Frame, threads: list[tuple[bool, list[Frame]]]
+) -> bool:
+    """Whether the thread a classified hang named (`first`) is another than the main
+    thread's own `frame`, in this process: its main thread waited for it."""
+    return first is not None and first != frame and any(first in f for _, f in threads)
+
+
 def stuck_worker(stack: str | None) -> HungProcess | None:
     """The first DataLoader worker that was fetching an item in the user's code, if any."""
     return _first_stuck_worker(hung_processes(stack))
 
 
-def stuck_child(stack: str | None) -> HungProcess | None:
+def stuck_child(
+    stack: str | None, source: Source = on_disk, first: Frame | None = None
+) -> HungProcess | None:
     """The process the attempt's first one waits for, where a hang sits in a child: the
     first one's main thread waits for another process (multiprocessing's join, a queue a
     child fills, subprocess's wait) and a later process, no DataLoader worker, was in the
     user's code. Its first process only waits: `where: main` named the wrong one (nu62b)."""
-    every = hung_processes(stack)
+    every = hung_processes(stack, source, first)
     processes = [p for p in every if p.python]
     if not processes or not processes[0].waits_for_a_child:
         return None
@@ -319,25 +345,29 @@ def stuck_child(stack: str | None) -> HungProcess | None:
     )
 
 
-def where_stuck(stack: str | None) -> HungProcess | None:
+def where_stuck(
+    stack: str | None, source: Source = on_disk, first: Frame | None = None
+) -> HungProcess | None:
     """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
     user's code, else a child the first process waits for (`stuck_child`), else the first
-    process whose main thread was in the user's code."""
-    processes = hung_processes(stack)
+    process whose main thread was in the user's code. `source` and `first` as
+    `hung_processes` takes them."""
+    processes = hung_processes(stack, source, first)
     return (
         _first_stuck_worker(processes)
-        or stuck_child(stack)
+        or stuck_child(stack, source, first)
         or next((p for p in processes if p.frame and not p.worker), None)
     )
 
 
-def hung_frame(stack: str | None) -> Frame | None:
+def hung_frame(stack: str | None, source: Source = on_disk) -> Frame | None:
     """The frame a hang sits in, in the process `where_stuck` finds: the first thread its main
     thread joins (a deadlock between threads sits there, not in the join), else its own
     frame. None where the stacks show no frame of the user's code in it (a child that is
     no Python program, an idle pool worker), or only the harness's (an injected hang: its
-    phase and step say where)."""
-    process = where_stuck(stack)
+    phase and step say where). `source`: the text of the attempt's files, as
+    `hung_processes` reads it."""
+    process = where_stuck(stack, source)
     if process is None or process.frame is None or not process.own_frame:
         return None
     frame = process.joined[0] if process.joined else process.frame
@@ -349,7 +379,7 @@ def hung_frame(stack: str | None) -> Frame | None:
 _HungThread = tuple[Frame, tuple[Frame, ...], Frame]
 
 
-def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
+def hung_threads(stack: str | None, source: Source = on_disk) -> tuple[_HungThread, ...] | None:
     """Each thread a hang sits in, as `hung_frame` reads the place: the threads the stuck
     process's main thread joins (a deadlock sits in both of them), else that main thread;
     each thread's innermost frame of the user's code, the frames it waits in below it
@@ -366,13 +396,14 @@ def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
     blocks = _blocks(stack)
     if not blocks:
         return None
-    process = where_stuck(stack)
+    rank = _ranker(source)
+    process = where_stuck(stack, source)
     if process is None or process.frame is None or not process.own_frame:
-        return _left_waiting(blocks[0][1], blocks[0][2])
+        return _left_waiting(blocks[0][1], blocks[0][2], rank)
     if process.at_exit:
         # Its wait at exit, read as `hung_processes` read it (the harness's threads left out).
         threads, command = next((t, c) for pid, t, c, _ in blocks if pid == process.pid)
-        return _left_waiting(threads, command)
+        return _left_waiting(threads, command, rank)
     if _HARNESS.search(process.frame.path) or any(_HARNESS.search(f.path) for f in process.joined):
         return None
     threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
@@ -380,7 +411,7 @@ def hung_threads(stack: str | None) -> tuple[_HungThread, ...] | None:
     string = _runs_a_string(main)
     if process.joined:
         # The threads `hung_processes` read `joined` from, as it read them.
-        return _other_threads(threads, main, string)
+        return _other_threads(threads, main, string, rank)
     return ((process.frame, tuple(_waiting(main, string)), _main_entry(main, string)),)
 
 
@@ -406,7 +437,7 @@ def _main_entry(frames: list[Frame], string: bool) -> Frame:
 
 
 def _left_waiting(
-    threads: list[tuple[bool, list[Frame]]], command: str = ""
+    threads: list[tuple[bool, list[Frame]]], command: str, rank: _Rank
 ) -> tuple[_HungThread, ...]:
     """Where the root's main thread has left the program's code and waits at exit for the
     threads it started (threading's `_shutdown`: no `join`, the same wait), those threads,
@@ -418,7 +449,7 @@ def _left_waiting(
     string = _runs_a_string(main) or _command_string(command)
     if not any(_is(f, _EXIT_WAIT) for f in main) or any(_is_user(f, string) for f in main):
         return ()
-    others = _other_threads(threads, main, string)
+    others = _other_threads(threads, main, string, rank)
     return tuple(t for t in others if not _HARNESS.search(t[0].path))
 
 
@@ -431,7 +462,7 @@ def _command_string(command: str) -> bool:
 
 
 def _other_threads(
-    threads: list[tuple[bool, list[Frame]]], main: list[Frame], string: bool
+    threads: list[tuple[bool, list[Frame]]], main: list[Frame], string: bool, rank: _Rank
 ) -> tuple[_HungThread, ...]:
     """Each thread but `main` that has a frame of the user's code: its innermost one, the
     frames it waits in below it (`_waiting`), and its outermost one. What a main thread's
@@ -441,10 +472,26 @@ def _other_threads(
         user = next((f for f in frames if _is_user(f, string)), None)
         if frames is not main and user is not None:
             out.append((user, tuple(_waiting(frames, string)), _outermost(frames, string)))
-    return tuple(sorted(out, key=_stuck_rank))
+    return tuple(sorted(out, key=rank))
 
 
-def _stuck_rank(thread: _HungThread) -> int:
+# A joined thread's rank (`_stuck_rank`), the attempt's files read from a `Source`.
+_Rank = Callable[[_HungThread], int]
+
+
+def _ranker(source: Source, first: Frame | None = None) -> _Rank:
+    """`_stuck_rank` of a thread, its lines read from `source`; -1, before every other,
+    for the thread whose innermost frame of the user's code is `first`."""
+
+    def rank(thread: _HungThread) -> int:
+        if first is not None and thread[0] == first:
+            return -1
+        return _stuck_rank(thread, source)
+
+    return rank
+
+
+def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
     first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
     `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
@@ -455,17 +502,19 @@ def _stuck_rank(thread: _HungThread) -> int:
     runs: a lock's wait and a sleep both stop in C code, below the user's line, so a
     daemon `heartbeat` dumped before the joined `w` (threads are dumped newest first) titled
     the hang `hang in beat`, where `w` sat on a held lock. The library frames below the
-    user's say what it waits in, else the user's own line, read from its file (as
-    minimize's hangplace reads it); a dump's order stays among threads of one rank. A
-    Condition's wait with a timeout (a heartbeat's `while not stop.wait(0.5)`, a queue's
-    `get(timeout=1)` in a loop) wakes as a sleep does: its library line says so
-    (`waiter.acquire(True, timeout)`), where the same frames of `q.get()` wait for good."""
+    user's say what it waits in, else the user's own line, read from the text the attempt
+    ran (`source`, as minimize's hangplace reads it: under docker the dump names the
+    container's `/work`, read on the host as no file, or another's); a dump's order stays
+    among threads of one rank. A Condition's wait with a timeout (a heartbeat's `while not
+    stop.wait(0.5)`, a queue's `get(timeout=1)` in a loop) wakes as a sleep does: its
+    library line says so (`waiter.acquire(True, timeout)`), where the same frames of
+    `q.get()` wait for good."""
     frame, waiting, _ = thread
     if waiting:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
-        return 2 if _TIMED_WAIT.search(_source_line(waiting[0])) else 0
-    blocked = blocking_line(frame)
+        return 2 if _TIMED_WAIT.search(_source_line(waiting[0], source)) else 0
+    blocked = blocking_line(frame, source)
     if blocked in _ON_ANOTHER_THREAD:
         return 0
     return 2 if blocked == _SLEEP else 1
@@ -485,21 +534,21 @@ _SLEEP = "sleep()"
 _TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
 
 
-def _sleeps(frame: Frame, waiting: list[Frame]) -> bool:
+def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
     """Whether a thread sleeps where it is, to wake again: in `time.sleep` on its own line,
     or in a Condition's wait given a timeout (`stop.wait(0.1)`)."""
     if waiting:
         return _is(waiting[0], ("threading.py", "wait")) and bool(
-            _TIMED_WAIT.search(_source_line(waiting[0]))
+            _TIMED_WAIT.search(_source_line(waiting[0], source))
         )
-    return blocking_line(frame) == _SLEEP
+    return blocking_line(frame, source) == _SLEEP
 
 
-def _source_line(frame: Frame) -> str:
+def _source_line(frame: Frame, source: Source) -> str:
     """The line of its file a frame is at, up to its comment (hangsource's `code_at`); ""
     where the file cannot be read here (a container's path, a file since gone: the thread
     then ranks as one that runs)."""
-    return code_at(frame) or ""
+    return code_at(frame, source) or ""
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

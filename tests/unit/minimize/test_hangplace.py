@@ -554,6 +554,41 @@ def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_pat
     assert place_of(_main_in_stuck(str(original), 5), source_at(live)) == "main -> stuck -> with"
 
 
+POLLS = (
+    "import threading, time\n"
+    "lock = threading.Lock()\n"
+    "lock.acquire()\n"
+    "def work():\n"
+    "    with lock:\n"
+    "        pass\n"
+    "w = threading.Thread(target=work)\n"
+    "w.start()\n"
+    "while w.is_alive():\n"
+    "    time.sleep(0.1)\n"
+)
+
+
+def test_the_threads_a_place_names_are_picked_by_the_attempts_text(tmp_path: Path) -> None:
+    # A main thread's sleep loop beside `w` on a lock is a join of `w` (hungstacks), told
+    # by reading the main thread's line: that was read from the live folder where the
+    # place was read, not from the candidate's text, so the candidate's hang sat in its
+    # `<module>`'s sleep where the same text, on disk, sat in `work -> with`.
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "h.py").write_text(POLLS.replace("time.sleep(0.1)", "x = 1"), encoding="utf-8")
+    h = live / "h.py"
+    dump = (
+        "--- pid 7 (python h.py) ---\n"
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{h}", line 5 in work\n'
+        f'  File "{LIB}/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{h}", line 10 in <module>\n'
+    )
+    assert place_of(dump, source_at(live, [("h.py", POLLS)])) == "work -> with"
+    assert place_of(dump, source_at(live)) == "<module>"  # what the folder holds now
+
+
 def test_a_deadlocked_thread_that_waits_elsewhere_is_another_hang_beside_one_kept() -> None:
     # A two-lock deadlock was minimized to w1 waiting forever at a Barrier(0), its lock
     # held, and w2 on that lock: the places as a real run read them. Sharing w2 (half of
