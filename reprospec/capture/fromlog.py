@@ -480,10 +480,24 @@ def _expect(
         expect["where"] = keys.where
         if not failure.signal:
             comments["where"] = crashed_in(failure.where, xdist=ticket.xdist_crash is not None)
+    message = failure.message
     if failure.outcome in ("error", "crash") and keys.exception:
         expect["exception"] = keys.exception
-    if failure.outcome == "error" and failure.message:
-        expect["message"] = message_pattern(failure.message, secrets=secrets)
+        group = failure.chain[-1] if failure.chain else None
+        if group is not None and group.members and group.type == keys.exception:
+            # An exception group (every asyncio.TaskGroup failure): its type and message
+            # (`unhandled errors in a TaskGroup (1 sub-exception)`) meet any TaskGroup's
+            # failure; its first member, which the judge meets in any group holding one,
+            # is this bug.
+            member = group.members[0]
+            expect["exception"] = member.type
+            message = (member.message or "").split("\n")[0].strip() or None
+            comments["exception"] = (
+                f"a member of the log's {group.type}, as the judge meets it in any group "
+                "that holds one"
+            )
+    if failure.outcome == "error" and message:
+        expect["message"] = message_pattern(message, secrets=secrets)
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
         expect["exit_code"] = failure.exit_code
     if failure.phase is not None and _phase_reported(ticket, pytest=pytest):

@@ -1,0 +1,41 @@
+"""capture --from-log of a log whose program died of an exception group (a TaskGroup's)."""
+
+from __future__ import annotations
+
+from reprospec.capture.fromlog import skeleton
+from reprospec.capture.ticket import read_ticket
+from reprospec.capture.writer import render_spec
+
+# `python tg.py 2>tg.log` on 3.11.7: a TaskGroup whose task raised ValueError("boom 42").
+_TASK_GROUP_LOG = """\
+Running python tg.py fails:
+```
+$ python tg.py
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/tg.py", line 7, in <module>
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/runners.py", line 190, in run
+  |     return runner.run(main)
+  |            ^^^^^^^^^^^^^^^^
+  |   File "/w/tg.py", line 5, in main
+  |     async with asyncio.TaskGroup() as tg:
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/tg.py", line 3, in bad
+    |     raise ValueError("boom 42")
+    | ValueError: boom 42
+    +------------------------------------
+```
+"""
+
+
+def test_a_task_groups_failure_is_expected_by_its_member() -> None:
+    # It wrote `exception: ExceptionGroup` and the group's message, `unhandled errors in a
+    # TaskGroup \(\d+ sub\-exception\)`: met by any TaskGroup's failure, not this bug's.
+    draft = skeleton(read_ticket(_TASK_GROUP_LOG), "t.md")
+    assert draft.expect["exception"] == "ValueError"
+    assert draft.expect["message"] == r"boom \d+"
+    assert "a member of the log's ExceptionGroup" in render_spec(draft)
