@@ -77,6 +77,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from reprospec.core import rates
+from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
 from reprospec.core.rates import log_sum, wilson
@@ -745,11 +746,7 @@ def bisect(
             f"reproduced ({seen.matched}/{seen.attempts}; seen: {_seen(seen)})",
         )
     if seen.matched == 0:
-        return finish(
-            "refused",
-            f"the bad end {bad} did not reproduce in {plural(seen.attempts, 'attempt')}; "
-            f"seen: {_seen(seen)}",
-        )
+        return finish("refused", _bad_end_refused(seen, min_rate))
     # 2. The good end is not run up front: "the good end is bad too" is hypothesis 0 of
     # the posterior, which every clean attempt of any version weighs against, so the
     # search runs the good end only when that is the most informative attempt (when the
@@ -845,6 +842,28 @@ def wilson_lower(matched: int, attempts: int, z: float = 1.96) -> float:
 def wilson_upper(matched: int, attempts: int, z: float = 1.96) -> float:
     """The upper end of the Wilson interval of matched/attempts (core.rates.wilson)."""
     return wilson(matched, attempts, z)[1]
+
+
+def _bad_end_refused(seen: Trial, min_rate: float) -> str:
+    """Why a bad end that did not reproduce is refused: what was seen, and, where it passed,
+    how likely those passes were at the assumed minimum rate, and the way on for a rarer
+    failure. The bad end runs only as many attempts as that rate needs (1 at `--min-rate
+    0.999`, 10 at 0.5), and "did not reproduce in 1 attempt" alone read as "it does not
+    fail here", where a failure rarer than assumed passes so just as well (isolate's
+    refusal says the same, `Candidate.missed_at`). Passes alone: an attempt that failed
+    otherwise could not have shown the matching failure."""
+    reason = (
+        f"the bad end {seen.version} did not reproduce in "
+        f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"
+    )
+    passes = seen.signatures.count("pass")
+    if not passes:
+        return reason
+    return (
+        f"{reason}; at the assumed minimum rate {min_rate:g}, "
+        f"{plural(passes, 'passing attempt')} had a chance of {(1 - min_rate) ** passes:.2g}: "
+        f"for a rarer failure, give a lower {argument('--min-rate', 'min_rate')}"
+    )
 
 
 def _seen(trial: Trial) -> str:

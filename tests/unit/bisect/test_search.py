@@ -77,10 +77,25 @@ def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
     assert result.status == "refused"
     assert result.first_bad is None
+    # How likely those passes were at the assumed rate, and the way on for a rarer failure:
+    # "did not reproduce" alone read as "it does not fail here".
     assert result.reason == (
-        f"the bad end 1.19 did not reproduce in {expected} attempts; seen: pass x{expected}"
+        f"the bad end 1.19 did not reproduce in {expected} attempts; seen: pass x{expected}; "
+        f"at the assumed minimum rate 0.3, {expected} passing attempts had a chance of "
+        f"{0.7**expected:.2g}: for a rarer failure, give a lower --min-rate"
     )
     assert result.attempts == expected
+
+
+def test_a_bad_end_that_failed_otherwise_is_refused_without_a_chance() -> None:
+    def other(version: str, n: int) -> Trial:
+        return Trial(version, n, 0, signatures=("error:OSError",) * n)
+
+    result = bisect(VERSIONS, other, min_rate=0.999)
+    assert result.status == "refused"
+    assert (
+        result.reason == "the bad end 1.19 did not reproduce in 1 attempt; seen: error:OSError x1"
+    )
 
 
 def test_the_good_end_that_fails_is_refused() -> None:
