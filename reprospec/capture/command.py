@@ -1108,8 +1108,20 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             if keys.where == "worker"
             else "the hang is stuck in a child process the main one only waits for"
         )
+    message = outcome.message
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
+        if outcome.members:
+            # An exception group (every asyncio.TaskGroup failure): its type and message
+            # (`unhandled errors in a TaskGroup (1 sub-exception)`) meet any TaskGroup's
+            # failure; its first member, which the judge meets in any group holding one,
+            # is this bug (as --from-log's).
+            member = outcome.members[0]
+            expect["exception"], message = member.type, member.message
+            comments["exception"] = (
+                f"a member of the {outcome.exception} that ended it, as the judge meets it "
+                "in any group that holds one"
+            )
     elif outcome.kind == "error" and outcome.last_traceback is not None:
         # Printed, then the process exited its own way (a handled exception it logged, a
         # child's under `make`): the judge matches the last traceback printed too.
@@ -1119,8 +1131,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         )
     elif outcome.kind == "crash" and keys.exception:
         expect["exception"] = keys.exception
-    if outcome.kind == "error" and outcome.message:
-        expect["message"] = message_pattern(outcome.message, observed.volatile, observed.secrets)
+    if outcome.kind == "error" and message:
+        expect["message"] = message_pattern(message, observed.volatile, observed.secrets)
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
         detail = outcome.detail or ""
@@ -1215,6 +1227,11 @@ def chosen_interpreter(
     found = shutil.which(program) if "/" not in program else str(workdir / program)
     line = shebang(Path(found), 512) if found else []
     if line and line[0].startswith("/") and is_python(line[0]):
+        if found and "/" in program and Path(found).absolute().parent == Path(line[0]).parent:
+            # An environment's console script by its path (`/home/me/.venv/bin/pytest`),
+            # beside the interpreter its `#!` names: by its name, as that interpreter is,
+            # which the run's environment provides. The spec held the path of this machine.
+            words[at] = Path(program).name
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
 

@@ -556,6 +556,28 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     }  # fmt: skip
 
 
+def test_an_environments_console_script_by_its_path_is_written_by_its_name(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture -- /home/me/.venv/bin/nu-tool`: the spec's command was that path, which no
+    # other machine has, where `/home/me/.venv/bin/python t.py` was written `python t.py`.
+    venv = _venv_with(tmp_path, "nu-only-pkg", "1.2.3")
+    tool = venv / "bin" / "nu-tool"
+    tool.write_text(
+        f"#!{venv / 'bin' / 'python'}\nimport nu_only_pkg\nraise ValueError(nu_only_pkg.VERSION)\n"
+    )
+    tool.chmod(0o755)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    result = capture(cli, workdir, str(tool), "data.csv")
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["command"] == "nu-tool data.csv"
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    assert environment["packages"] == ["nu-only-pkg==1.2.3"]
+
+
 def test_no_packages_are_pinned_of_the_engine_for_a_script_that_runs_another_python(
     cli: Cli, tmp_path: Path
 ) -> None:
