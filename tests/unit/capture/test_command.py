@@ -332,3 +332,22 @@ def test_the_words_written_without_dot_dot_are_each_on_a_line_render_spec_leaves
     text = render_spec(Draft(name="n", command="python x.py", header=("x" * 70, *lines)))
     assert "\n#   './pt/../data loader config.yaml' -> './data loader config.yaml'\n" in text
     assert tidied_lines(()) == []
+
+
+def test_a_task_groups_failure_is_expected_by_its_member() -> None:
+    # It wrote `exception: ExceptionGroup` and the group's message, `unhandled errors in a
+    # TaskGroup \(\d+ sub\-exception\)`: met by any TaskGroup's failure, not this bug's.
+    from reprospec.capture.command import Observed, expectation
+    from reprospec.core.results import GroupMember, Outcome
+
+    group = Outcome(
+        "error",
+        exit_code=1,
+        exception="ExceptionGroup",
+        message="unhandled errors in a TaskGroup (1 sub-exception)",
+        signature="error:ExceptionGroup[ValueError]",
+        members=(GroupMember("ValueError", "boom 42"),),
+    )
+    expect, comments = expectation(Observed(group, 1, 1))
+    assert (expect["exception"], expect["message"]) == ("ValueError", r"boom \d+")
+    assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
