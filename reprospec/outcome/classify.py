@@ -158,6 +158,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from reprospec.outcome.children import ChildCrash
+    from reprospec.outcome.hangsource import Source
     from reprospec.outcome.hungstacks import HungProcess
     from reprospec.outcome.tracebacks import FatalError, PythonException
     from reprospec.outcome.watchdog import PytestTimeout, WatchdogTimeout
@@ -209,6 +210,7 @@ def classify(
     argv: Sequence[str] | None = None,
     declared: Collection[str] = (),
     workdir: Path | None = None,
+    docker: bool = False,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
@@ -217,6 +219,9 @@ def classify(
     `argv`: the command's, where the attempt runs one (what it started, setupfail.py);
     `declared`: the normalized names the cell's `environment.packages` requires.
     `workdir`: where the command ran, to read a shell script it names (shellexit.py).
+    `docker`: it ran in the docker runner's container: a hang's threads are ranked by the
+    lines of the workdir's files (hangsource.source_at), which its stack dump names as the
+    container does (`/work`), not as this host.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
     not_run = _not_run(execution, evidence) or setup_failure(
@@ -344,11 +349,11 @@ def classify(
                 # and read as one. Not after a child's death, the hang's likely
                 # cause, which names it (its stacks show only the wait for the lost work),
                 # nor pytest's, said by its test (the phase, the detail).
-                hung_in = _hung_frame(evidence.stack)
+                hung_in = _hung_frame(evidence.stack, _source(workdir, docker))
     elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (watched := _watchdog(stderr)):
         # It hung, and its own faulthandler watchdog ended it (`_exit(1)` after its dump),
         # as a ticket of the same dump reads it (capture/ticket.py): not `error exit 1`.
-        kind, hung_in = "hang", _watchdog_frame(watched)
+        kind, hung_in = "hang", _watchdog_frame(watched, _source(workdir, docker))
         detail = f"{WATCHDOG_ENDED_IT} ({watched.header}), exit status 1"
     elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (ended := _pytest_timeout(evidence)):
         # A test hung, and pytest-timeout's thread method ended the run (`os._exit(1)` after
@@ -878,16 +883,27 @@ def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeo
     return pytest_timeout_worker(f"{evidence.stdout}\n{evidence.stderr}")
 
 
-def _watchdog_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
+def _watchdog_frame(timeout: WatchdogTimeout, source: Source | None) -> PythonFrame | None:
     from reprospec.outcome.watchdog import hung_frame
 
-    return hung_frame(timeout)
+    return hung_frame(timeout, source)
 
 
-def _hung_frame(stack: str) -> PythonFrame | None:
+def _hung_frame(stack: str, source: Source | None) -> PythonFrame | None:
+    from reprospec.outcome.hangsource import on_disk
     from reprospec.outcome.hungstacks import hung_frame
 
-    return hung_frame(stack)
+    return hung_frame(stack, source or on_disk)
+
+
+def _source(workdir: Path | None, docker: bool) -> Source | None:
+    """The text of the attempt's files by the paths its dumps name (a hang's only: it is
+    made where one is read); None, this host's files, where no workdir is given."""
+    if workdir is None:
+        return None
+    from reprospec.outcome.hangsource import source_at
+
+    return source_at(workdir, docker=docker)
 
 
 def _dead_worker_pid(

@@ -14,11 +14,15 @@ after the dump, and whatever ends it later is what ends it.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import PythonFrame
 from reprospec.outcome.tracebacks import FATAL_BODY
+
+if TYPE_CHECKING:
+    from reprospec.outcome.hangsource import Source
 
 # faulthandler's header of a dump_traceback_later dump: `Timeout (0:05:00)!`, and for a
 # fraction of a second `Timeout (0:00:00.500000)!`.
@@ -51,12 +55,14 @@ def watchdog_timeout(stderr: str) -> WatchdogTimeout | None:
     return None
 
 
-def hung_frame(timeout: WatchdogTimeout) -> PythonFrame | None:
+def hung_frame(timeout: WatchdogTimeout, source: Source | None = None) -> PythonFrame | None:
     """The frame of the user's code the hang sat in, as the dump shows it: the dump read as
-    the engine's stack dump of the one process (hungstacks.py)."""
+    the engine's stack dump of the one process (hungstacks.py), its lines read from
+    `source` (the attempt's text, hangsource.py; this host's files where not given)."""
+    from reprospec.outcome.hangsource import on_disk
     from reprospec.outcome.hungstacks import hung_frame as frame_of
 
-    return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}")
+    return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}", source or on_disk)
 
 
 # pytest-timeout's rule around the stacks it dumps (`+++++ Timeout +++++`, pytest's

@@ -80,7 +80,8 @@ class AttemptExecutor:
             return AttemptResult.not_run(plan.attempt, str(exc), logs)
         if execution.interrupted:
             return None
-        return attempt_result(plan, execution, Evidence.read(execution), logs)
+        docker = self.runner.name == "docker"
+        return attempt_result(plan, execution, Evidence.read(execution), logs, docker=docker)
 
     def _instances(
         self,
@@ -113,9 +114,15 @@ class AttemptExecutor:
 
 
 def attempt_result(
-    plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
+    plan: AttemptPlan,
+    execution: Execution,
+    evidence: Evidence,
+    logs: str = "",
+    *,
+    docker: bool = False,
 ) -> AttemptResult:
-    """Classify and judge one finished execution from its evidence."""
+    """Classify and judge one finished execution from its evidence. `docker`: it ran in the
+    docker runner's container, whose stack dumps name the workdir as it does (`/work`)."""
     # An exit 0 is pytest's only where its report counts skips (each test skipped: no test ran).
     pytest = (
         execution.returncode is not None
@@ -130,6 +137,7 @@ def attempt_result(
             argv=plan.job.argv if isinstance(plan.job, Command) else None,
             declared=_declared(plan, execution),
             workdir=plan.workdir,
+            docker=docker,
         ),
         evidence,
     )

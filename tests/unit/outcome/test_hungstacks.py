@@ -565,6 +565,37 @@ def test_a_join_names_the_thread_on_a_lock_not_a_busy_one_that_calls_join(
     assert hung_frame(stack) == Frame(str(job), 9, "work")
 
 
+def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A docker attempt's dump names the workdir as its container does (`/work` for a
+    workdir under /root, /opt, /usr or /var): read on the host, no line was there, and the
+    hang read `hang in beat` under docker alone. The classifier reads the workdir's."""
+    from reprospec.runners.docker import container
+
+    root = "/no-such-container-root"
+    monkeypatch.setattr(container, "container_workdir", lambda _: root)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(_JOB.format(line="with lock:"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in ("stdout.log", "stderr.log", "events.jsonl"):
+        (logs / log).write_text("")
+    (logs / "stack.txt").write_text(_JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py"))
+    hung = dataclasses.replace(
+        execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
+    )
+    outcome = classify(hung, workdir=work, docker=True)
+    assert isinstance(outcome, Outcome)
+    assert outcome.hung_in == Frame(f"{root}/job.py", 9, "work")
+    # A local attempt's path is the host's (no such file): the dump's order stands.
+    local = classify(hung, workdir=work)
+    assert isinstance(local, Outcome)
+    assert local.hung_in is not None
+    assert local.hung_in.function == "beat"
+
+
 def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) -> None:
     """Where the file is not here to read (a container's path), the dump's order stands."""
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=tmp_path / "gone.py")
