@@ -419,10 +419,17 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     """`the DataLoader worker pid 4242 was fetching an item, in `train.py:19 in __getitem__`
     (cell `w=2`, attempt 1)`: where a hang sits as its stacks show ('' where they show no
     frame of the user's code). A hang the first failure was not got only `hang` (2
-    attempts), its stuck frame in the folded Stacks block."""
+    attempts), its stuck frame in the folded Stacks block.
+
+    The dump is read again with no file (`unread`): the lines that rank a join's threads
+    were read from the attempt's text when it was classified, and the thread it named
+    stored (`hung_in`), first here. Today's files, or another machine's (a run reported
+    later, a bundle, a program since edited), named another thread than the title's."""
+    from reprospec.outcome.hangsource import unread
     from reprospec.outcome.hungstacks import where_stuck
 
-    found = where_stuck(attempt.stack)
+    stored = attempt.ran.hung_in if attempt.ran is not None else None
+    found = where_stuck(attempt.stack, unread, stored)
     if found is None:
         return ""
     where = found.describe(lambda frame: inline_code(short(frame)))

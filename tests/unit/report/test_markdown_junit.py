@@ -20,6 +20,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.redact import Redactor
 from reprospec.core.results import CellResult, NotRun, Outcome, RunResult, alike
+from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.outcome.judge import judge_attempt, judge_cell
@@ -286,6 +287,36 @@ def test_hang_stacks_come_from_the_attempt() -> None:
     assert 'File "wandb/__init__.py", line 3 in <module>' in text
     assert "2/3 (95% CI 0.21–0.94)" in text
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
+
+
+def test_a_hangs_where_names_the_thread_stored_not_todays_files(tmp_path: Path) -> None:
+    """The classifier ranked a join's threads by the attempt's lines (`w` on a lock before
+    a heartbeat that sleeps) and stored `hung_in`; the report read the dump again ranked by
+    today's files (here gone: the dump's order, the heartbeat first), and its where-line
+    named another thread than the title's."""
+    job = tmp_path / "gone" / "job.py"
+    dump = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{job}", line 6 in beat\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{job}", line 9 in work\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 1139 in _wait_for_tstate_lock\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1119 in join\n'
+        f'  File "{job}", line 13 in <module>\n'
+    )
+    base = hang_run()
+    cell = base.cells[0]
+    attempt = cell.attempts[0]
+    assert attempt.ran is not None
+    stored = replace(attempt.ran, hung_in=Frame(str(job), 9, "work"))
+    first = replace(attempt, stack=dump, outcome=stored)
+    text = render(replace(base, cells=(replace(cell, attempts=(first, *cell.attempts[1:])),)), "md")
+    where = next(line for line in text.split("\n") if "'s threads were in " in line)
+    assert where.index("in work") < where.index("in beat"), where
 
 
 def test_a_hang_says_where_it_sits_and_labels_the_dataloader_workers() -> None:
