@@ -583,6 +583,10 @@ class Minimization:
         # and the rounds of them left to ask.
         self._passing_relooked = False
         self._relook_left = 0
+        # `passing_needed` when they began: what they are measured against to the end.
+        # It moves during the search (p follows `measured`, `_known` then `_fair`), and
+        # rounds that all ran were said "cut short by the budget" (review).
+        self._relook_wanted = 0
         self._relook_rounds = 0  # the rounds of them that ran
         self._relook_attempts = 0  # what they cost (in the budget)
         self._relook_printed = False  # they printed the type too, which ended them
@@ -1100,7 +1104,7 @@ class Minimization:
         unexplained = bool(self._unexplained(judging))
         if not self._passing_relooked and unexplained:
             self._passing_relooked = True
-            self._relook_left = self.passing_needed()
+            self._relook_left = self._relook_wanted = self.passing_needed()
         # Only for a program that asks: rounds the reduction's budget cut short would
         # otherwise spend the final check's share on a result whose passes printed nothing.
         if unexplained and self._relook_left > 0 and left >= self.settings.passing:
@@ -1109,12 +1113,13 @@ class Minimization:
         return None
 
     def _relook_stopped(self) -> Literal["", "printed", "budget"]:
-        """Why `_relook`'s rounds stopped short of a candidate's `passing_needed`: the
-        original's printed the type too, or else the budget had no room for the rest (a
-        program's passes ask them until one of those); "" where they did not, or none ran."""
+        """Why `_relook`'s rounds stopped short of a candidate's `passing_needed` when
+        they began (`_relook_wanted`): the original's printed the type too, or else the
+        budget had no room for the rest (a program's passes ask them until one of those);
+        "" where they did not, or none ran."""
         if self._relook_printed:
             return "printed"
-        if 0 < self._relook_rounds < self.passing_needed():
+        if 0 < self._relook_rounds < self._relook_wanted:
             return "budget"
         return ""
 
@@ -1136,7 +1141,7 @@ class Minimization:
         them, two passes must have: a stray traceback seen once, beside one pass of the
         original's, is no evidence against the candidate, and a broken cell prints its
         exception in every pass."""
-        relooked = self._relook_rounds >= self.passing_needed()
+        relooked = 0 < self._relook_wanted <= self._relook_rounds
         return tuple(
             name
             for name in self._unexplained(judging)

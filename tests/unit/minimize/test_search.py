@@ -1598,6 +1598,40 @@ def test_the_rounds_of_the_original_s_passing_cells_are_said_as_they_went() -> N
     assert "as often as a candidate's" not in line, line
 
 
+def test_the_rounds_of_the_original_s_passing_cells_are_weighed_as_many_as_asked() -> None:
+    # They were compared with `passing_needed` as it was at the end, which moves with p:
+    # `late`'s failure came back clean once, p fell from `_known`'s reading to `_fair`'s,
+    # and the 5 rounds asked, all of which ran, were said "cut short by the budget", and
+    # a later candidate's one print was weighed as if they never ran (review).
+    original = program("import sys\nsys.exit(1)\n")
+    early, printing, late, stray = (
+        program(f"import sys\nsys.exit(1)\n{nl}") for nl in ("\n", "\n\n", "\n\n\n", "\n\n\n\n")
+    )
+    search = Minimization(original, Settings(passing=2), proposing(early, printing, late, stray))
+    while search.result is None:
+        for probe in search.next_probes():
+            first = search._phase == "reduce" and not search._now.failing.ran
+            if probe.role == "passing":
+                prints = probe.key in (printing.key, stray.key) and not search._now.passing.ran
+                search.record(
+                    probe, ["pass", "pass"], "", [("BrokenPipeError",) if prints else (), ()]
+                )
+            elif probe.key == late.key and first:
+                search.record(probe, ["pass", "match"], "", [(), ()])
+            else:
+                search.record(probe, ["match"] * max(1, probe.attempts), "", [()])
+    result = search.result
+    assert result.same_failure is not None
+    assert result.same_failure.passing_relooked_rounds == 5  # a candidate's passes then
+    assert search.passing_needed() == 6  # p fell after them
+    assert result.same_failure.passing_relooked_stopped == ""
+    verdicts = {j.key: j.verdict for j in result.judged}
+    assert verdicts[late.key] == "fails"
+    # The original's cells ran as often as a candidate's without printing it: one print is
+    # enough, as it was for `printing`.
+    assert verdicts[printing.key] == verdicts[stray.key] == "loses-passing"
+
+
 def test_with_no_budget_left_a_stray_traceback_seen_once_rejects_nothing_twice_does() -> None:
     # The final check's last round printed it, and no round of the original's passing cells
     # fitted what was left: the result was `unconfirmed`, for one stray traceback. Seen once
