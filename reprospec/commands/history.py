@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.core.words import agree, plural
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ def _with_not_run(run: Mapping[str, object]) -> Mapping[str, object]:
     return {**run, "not_run": max(cells - counted, 0) if isinstance(cells, int) else 0}
 
 
+def _is_probe(run: Mapping[str, object]) -> bool:
+    """Whether `run` is a search's probe (its purpose one of `SEARCH_PURPOSES`)."""
+    return run.get("purpose") in SEARCH_PURPOSES
+
+
 def _found(run: Mapping[str, object]) -> str:
     """What a search's probe run found, in the search's terms: `failed as expected in 2 of
     5` (and the attempts that never ran); "" for a run a person started, or a probe none of
@@ -61,10 +67,8 @@ def _found(run: Mapping[str, object]) -> str:
     2 of 5 read "1 not reproduced", and one of the passing side that passed every time (what
     the search wanted to see) read the same.
     """
-    from reprospec.core.runoptions import SEARCH_PURPOSES
-
     ran, failed, attempts = run.get("ran"), run.get("failed_as_expected"), run.get("attempts")
-    if run.get("purpose") not in SEARCH_PURPOSES or not isinstance(ran, int) or not ran:
+    if not _is_probe(run) or not isinstance(ran, int) or not ran:
         return ""
     said = f"failed as expected in {failed} of {ran}"
     never = attempts - ran if isinstance(attempts, int) else 0
@@ -368,9 +372,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     # A search's probe: its attempts that ran, and those that failed as expected (what the
     # search counts; its cells' verdicts are judged without the rate), 0 where none ran (all
     # infra-errors): null for other runs alone, by purpose, not by what `_found` words.
-    from reprospec.core.runoptions import SEARCH_PURPOSES
-
-    probe = run.get("purpose") in SEARCH_PURPOSES
+    probe = _is_probe(run)
     out["ran"] = run.get("ran") if probe else None
     out["failed_as_expected"] = run.get("failed_as_expected") if probe else None
     out["shard"] = run.get("shard") or None
