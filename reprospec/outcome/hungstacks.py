@@ -506,14 +506,16 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     ran (`source`, as minimize's hangplace reads it: under docker the dump names the
     container's `/work`, read on the host as no file, or another's); a dump's order stays
     among threads of one rank. A Condition's wait with a timeout (a heartbeat's `while not
-    stop.wait(0.5)`, a queue's `get(timeout=1)` in a loop) wakes as a sleep does: its
-    library line says so (`waiter.acquire(True, timeout)`), where the same frames of
-    `q.get()` wait for good."""
+    stop.wait(0.5)`, a queue's `get(timeout=1)` in a loop) wakes as a sleep does, where the
+    same frames of `q.get()` wait for good: the user's line says which, by the timeout it
+    passes (`_timed`). Not the library's line (`waiter.acquire(True, timeout)`): that is
+    the interpreter's file, which under docker is the image's, no file on the host or one
+    of another version (review)."""
     frame, waiting, _ = thread
     if waiting:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
-        return 2 if _TIMED_WAIT.search(_source_line(waiting[0], source)) else 0
+        return 2 if _timed(frame, source) else 0
     blocked = blocking_line(frame, source)
     if blocked in _ON_ANOTHER_THREAD:
         return 0
@@ -530,25 +532,28 @@ _THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 # first, titled the hang (review). A line that sleeps: time's sleep (`sleep(0.05)`).
 _ON_ANOTHER_THREAD = ("with", "acquire()")
 _SLEEP = "sleep()"
-# threading's Condition.wait where it was given a timeout (its line in 3.10 to 3.13 alike).
-_TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
+# A user's line that passes a timeout to the library's wait it calls: `timeout=` (but
+# None), `stop.wait(0.5)`, `t.join(1)`, `f.result(5)`, `q.get(True, 0.2)`,
+# `cond.wait_for(ready, 1)`.
+_TIMED_CALL = Lazy(
+    r"\btimeout\s*=\s*(?!None\b)[^\s)]"
+    r"|\b(?:wait|join|result)\s*\(\s*(?!None\b|timeout\s*=)[^\s)]"
+    r"|\b(?:get|wait_for)\s*\([^,)]*,\s*(?!None\b|timeout\s*=)[^\s)]"
+)
+
+
+def _timed(frame: Frame, source: Source) -> bool:
+    """Whether a thread's own line gives the library's wait below it a timeout, read from
+    `source` (no where the line cannot be read)."""
+    return bool(_TIMED_CALL.search(code_at(frame, source) or ""))
 
 
 def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
     """Whether a thread sleeps where it is, to wake again: in `time.sleep` on its own line,
     or in a Condition's wait given a timeout (`stop.wait(0.1)`)."""
     if waiting:
-        return _is(waiting[0], ("threading.py", "wait")) and bool(
-            _TIMED_WAIT.search(_source_line(waiting[0], source))
-        )
+        return _is(waiting[0], ("threading.py", "wait")) and _timed(frame, source)
     return blocking_line(frame, source) == _SLEEP
-
-
-def _source_line(frame: Frame, source: Source) -> str:
-    """The line of its file a frame is at, up to its comment (hangsource's `code_at`); ""
-    where the file cannot be read here (a container's path, a file since gone: the thread
-    then ranks as one that runs)."""
-    return code_at(frame, source) or ""
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

@@ -607,15 +607,17 @@ def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) 
 def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
     tmp_path: Path,
 ) -> None:
-    """Both wait in threading's Condition.wait, the heartbeat's `stop.wait(0.05)` at the line
-    that passes its timeout: it wakes, as a sleep does; `q.get()` waits for good."""
-    lib = tmp_path / "lib" / "python3.11" / "threading.py"
-    lib.parent.mkdir(parents=True)
-    lines = [""] * 340
-    lines[326] = "            waiter.acquire()"
-    lines[330] = "        gotit = waiter.acquire(True, timeout)"
-    lib.write_text("\n".join(lines))
+    """Both wait in threading's Condition.wait, the heartbeat's `stop.wait(0.05)` given a
+    timeout: it wakes, as a sleep does; `q.get()` waits for good. The user's lines say
+    which, not threading.py's: under docker that is the image's file, none on the host
+    (here), or one of another version, whose line at that number says anything (review)."""
+    lib = tmp_path / "image" / "lib" / "python3.11" / "threading.py"
     job = tmp_path / "job.py"
+    job.write_text(
+        "import queue, threading\nq, stop = queue.Queue(), threading.Event()\n"
+        "def beat():\n    pass\n    while not stop.wait(0.05):  # q.get()\n"
+        "        pass\ndef work():\n    q.get()\n"
+    )
     stack = (
         "--- pid 88 (python job.py) ---\n"
         "Thread 0x2 (most recent call first):\n"
@@ -633,6 +635,10 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
         f'  File "{lib}", line 1119 in join\n'
         f'  File "{job}", line 12 in <module>\n'
     )
+    assert hung_frame(stack) == Frame(str(job), 8, "work")
+    # A threading.py of another version at that path: its lines are not read.
+    lib.parent.mkdir(parents=True)
+    lib.write_text("\n".join(["        waiter.acquire(True, timeout)"] * 400))
     assert hung_frame(stack) == Frame(str(job), 8, "work")
 
 
