@@ -50,6 +50,7 @@ from reprospec.perturb.fork import unforkable
 from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 from reprospec.runners import kept_servers
+from reprospec.store.db import held_open
 
 Progress = Callable[[str], None]
 
@@ -225,6 +226,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+@held_open()  # the store checkpointed once, as the search ends (store/db.py)
 @kept_servers  # and under run.preload (or --preload), one server for the base's probes
 def amplify_spec(
     spec_path: str | Path,

@@ -63,6 +63,7 @@ from reprospec.isolation.state import (
 )
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails, needs_expect
 from reprospec.runners import kept_servers
+from reprospec.store.db import held_open
 
 if TYPE_CHECKING:
     from reprospec.pipeline import stages
@@ -123,6 +124,7 @@ class IsolateOptions:
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+@held_open()  # the store checkpointed once, as the search ends (store/db.py)
 @kept_servers  # and under run.preload (or --preload), one server for every candidate's run
 def isolate_spec(
     spec_path: str | Path,

@@ -106,6 +106,7 @@ from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_exp
 from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.runners import kept_servers
 from reprospec.spec.yamlsource import Problem, locate
+from reprospec.store.db import held_open
 
 Progress = Callable[[str], None]
 MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
@@ -165,6 +166,7 @@ class MinimizeOptions:
 # Under run.preload, every run of the minimization forks from the same servers (one `import
 # torch` for the whole search, not one per candidate), and the candidates run in one
 # folder, since a server is keyed by its workdir (process/forkserver.py).
+@held_open()  # the store checkpointed once, as the search ends (store/db.py)
 @kept_servers
 def minimize_spec(
     spec_path: str | Path,

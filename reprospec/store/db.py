@@ -282,6 +282,56 @@ def _owner_and_mode(path: Path) -> str:
 # The stores (device, inode) this process found whole.
 _CHECKED: set[tuple[int, int]] = set()
 
+# While a search runs (`held_open`): one idle connection to each store its probe runs open,
+# by the store's path, kept until the search ends. None outside a search.
+_HELD: dict[str, sqlite3.Connection] | None = None
+_HELD_LOCK = threading.Lock()
+
+
+@contextmanager
+def held_open() -> Iterator[None]:
+    """Keep every store opened inside this block open until it ends (a search's probe runs).
+
+    The last connection to a WAL store that closes checkpoints it and deletes its -wal file,
+    with an fsync of each: every probe run of a search, whose engine opens and closes the
+    store, paid that (about 10 ms of wall per probe on this disk, more under load), though
+    the next probe opened the store again at once. One idle connection held here makes no
+    probe's close the last: the search's end checkpoints once. What is stored is the same,
+    and durable as every commit is (the module docstring): a checkpoint moves committed
+    rows from the WAL into the file, it commits nothing. Nested blocks share the outer one.
+    """
+    global _HELD
+    with _HELD_LOCK:
+        if _HELD is not None:
+            outer = True
+        else:
+            outer, _HELD = False, {}
+    if outer:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            held, _HELD = _HELD or {}, None
+        for db in held.values():
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+
+
+def _hold(path: Path) -> None:
+    """Inside `held_open`: open the one idle connection to the store at `path`, once."""
+    with _HELD_LOCK:
+        if _HELD is None or str(path) in _HELD:
+            return
+        try:
+            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            # Read once, so the connection has the store open as WAL (its shared lock).
+            db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.Error:
+            return  # only a saving: the probe's own connection works without it
+        _HELD[str(path)] = db
+
 
 @contextmanager
 def _opening_lock(folder: Path) -> Iterator[None]:
@@ -364,6 +414,8 @@ class Store:
                     self._check()
                 if not (self._reader and self._as_it_is()):
                     self._migrate()
+                if not self._reader:
+                    _hold(self.path.resolve())
                 return db
             except sqlite3.Error as exc:
                 if db is not None:
@@ -565,6 +617,12 @@ class Store:
         return StoreError(f"the results store {self.path}: {doing}: {exc.strerror or exc}")
 
     def _migrate(self) -> None:
+        # A store of this schema needs nothing: read outside a transaction, its version is
+        # never lowered by another engine. Where it was written again whole each time (a
+        # write transaction of PRAGMA user_version, for every probe run of a search), the
+        # open cost a write of the store's first page and the write lock.
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return
         # IMMEDIATE takes the write lock first: two engines creating one store cannot both create.
         self._db.execute("BEGIN IMMEDIATE")
         try:
