@@ -31,7 +31,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.logtext import undecodable_byte
 from reprospec.core.redact import MASK, Redactor, holds_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
-from reprospec.core.runoptions import RunOptions
+from reprospec.core.runoptions import SEARCH_PURPOSES, RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC, agree, plural, set_aside_warning
 from reprospec.errors import InfraError, InterruptedBeforeRun, UsageError
@@ -441,7 +441,14 @@ def execute(
         # Each output on its own: a full disk keeps what can still be written.
         written = False
         try:
-            write_outputs(folder, result, spool.entries(result.cells))
+            # A search's probe run (tens to thousands of them) unsynced: write_atomic says
+            # what that risks, and the search's own answer files are synced.
+            write_outputs(
+                folder,
+                result,
+                spool.entries(result.cells),
+                durable=options.purpose not in SEARCH_PURPOSES,
+            )
             written = True
         except OSError as exc:
             keeper.failed(
@@ -822,20 +829,25 @@ class EnvironmentCapture:
 
 
 def write_outputs(
-    folder: RunFolder, result: RunResult, entries: Iterable[str] | None = None
+    folder: RunFolder,
+    result: RunResult,
+    entries: Iterable[str] | None = None,
+    *,
+    durable: bool = True,
 ) -> None:
     """results.json, spec.yaml and report.md into the run folder, each replaced atomically.
 
     `entries`: results.json's text of each cell (`resultsjson.run_json`), when the cells
-    of `result` are only what the report reads of them."""
+    of `result` are only what the report reads of them. `durable`: each fsynced
+    (`write_atomic`); not a search's probe run's."""
     from reprospec.core.atomicfile import write_atomic
     from reprospec.report import render
     from reprospec.store.resultsjson import write_run
 
-    write_run(folder.path, result, entries)
-    write_atomic(folder.report_md, render(result, "md"))
+    write_run(folder.path, result, entries, durable=durable)
+    write_atomic(folder.report_md, render(result, "md"), durable=durable)
     if result.standalone is not None and result.standalone.script:
-        write_atomic(folder.repro_py, result.standalone.script)
+        write_atomic(folder.repro_py, result.standalone.script, durable=durable)
 
 
 def _ran_python(environment: JsonObject) -> str | None:

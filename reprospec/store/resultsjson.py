@@ -559,14 +559,17 @@ def run_json(run: RunResult, entries: Iterable[str] | None = None) -> Iterator[s
     yield "\n  ],\n" + after
 
 
-def write_run(run_dir: Path, run: RunResult, entries: Iterable[str] | None = None) -> Path:
+def write_run(
+    run_dir: Path, run: RunResult, entries: Iterable[str] | None = None, *, durable: bool = True
+) -> Path:
     """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path.
 
-    `entries`: the cells' `cell_json` texts, as `run_json` takes them."""
+    `entries`: the cells' `cell_json` texts, as `run_json` takes them. `durable`: as
+    `write_atomic` takes it."""
     folder = RunFolder(run_dir)
-    write_atomic(folder.spec_yaml, run.spec_text)
+    write_atomic(folder.spec_yaml, run.spec_text, durable=durable)
     results = folder.results_json
-    write_atomic(results, itertools.chain(run_json(run, entries), ("\n",)))
+    write_atomic(results, itertools.chain(run_json(run, entries), ("\n",)), durable=durable)
     return results
 
 
