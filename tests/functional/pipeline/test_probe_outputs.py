@@ -34,6 +34,7 @@ def test_only_a_search_probe_writes_its_run_folder_unsynced(
     folder = tmp_path / "out" / "runs" / result.run_id
     written = json.loads((folder / "results.json").read_text())
     assert written["run_id"] == result.run_id
-    assert len(written["cells"]) == 1 and len(written["cells"][0]["attempts"]) == 1
+    (cell,) = written["cells"]
+    assert len(cell["attempts"]) == 1
     assert (folder / "report.md").read_text().strip()
     assert (folder / "spec.yaml").read_text() == spec.read_text()

@@ -30,14 +30,14 @@ def test_held_open_checkpoints_the_store_once_as_it_ends(tmp_path: Path) -> None
             with Store(tmp_path) as store:
                 store.begin_run(f"r{n}", "s", "/s.yaml", "name: s", "local", [], {})
             # Not the last connection: the probe's rows stay in the WAL, uncheckpointed.
-            assert wal.is_file() and wal.stat().st_size > 0
-        with held_open():  # nested: the outer block's
-            with Store(tmp_path):
-                pass
+            assert wal.is_file()
+            assert wal.stat().st_size > 0
+        with held_open(), Store(tmp_path):  # nested: the outer block's
+            pass
         assert wal.is_file()
     # The block's end closed the last connection: checkpointed, the WAL gone.
     assert not wal.exists()
     with Store(tmp_path) as store:
-        assert sorted(r["run_id"] for r in store.runs()) == ["r0", "r1", "r2"]
+        assert sorted(str(r["run_id"]) for r in store.runs()) == ["r0", "r1", "r2"]
     # Outside a block, the last close checkpoints as it always did.
     assert not wal.exists()
