@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Expectation
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import (
@@ -613,14 +614,16 @@ def cell_rate_phrase(rate: Rate, expected: Expectation) -> str:
     return rate_phrase(rate)
 
 
-class Deciding(NamedTuple):
+@frozen
+class Deciding:
     """What more attempts do to an undecided rate against its bound, as judge.deciding
-    works it out, for `more_attempts_phrase` to say. `case`: "count", `needed` attempts
-    decide it, `verdict` which way, at the rate seen; "above-zero" (`>0`, no failure seen:
-    one meets it, no count of clean attempts refutes it) and "below-one" (`<1`, every
-    attempt failed: the mirror), with the `expect.rate` that `attempts` would refute
-    (`refuted`, `>=` and `<=` of it); "none-ran"; "at-bound", the rate seen is the bound
-    itself; "past-limit", it takes more than `--repeat`'s limit."""
+    works it out, for `more_attempts_phrase` to say: the seam between the two. `case`:
+    "count", `needed` attempts decide it, `verdict` which way, at the rate seen;
+    "above-zero" (`>0`, no failure seen: one meets it, no count of clean attempts refutes
+    it) and "below-one" (`<1`, every attempt failed: the mirror), with the `expect.rate`
+    that `attempts` would refute (`refuted`, `>=` and `<=` of it); "none-ran"; "at-bound",
+    the rate seen is the bound itself; "past-limit", it takes more than `--repeat`'s limit.
+    The fields a case does not name keep their defaults (`needed` is None but for "count")."""
 
     case: Literal["count", "above-zero", "below-one", "none-ran", "at-bound", "past-limit"]
     needed: int | None = None
@@ -637,6 +640,7 @@ def more_attempts_phrase(deciding: Deciding, bound: RateBound) -> str:
 
     case, refuted, attempts = deciding.case, deciding.refuted, deciding.attempts
     if case == "count":
+        assert deciding.needed is not None, deciding
         return f"at the rate seen, about {deciding.needed} attempts decide it ({deciding.verdict})"
     if case == "above-zero":
         return (

@@ -382,6 +382,32 @@ def test_an_undecided_reason_says_how_many_attempts_decide_it() -> None:
     assert _rate_cell(2, 10, ">=0.3")[1].endswith("about 81 attempts decide it (not reproduced)")
 
 
+@pytest.mark.parametrize(
+    ("matched", "n", "bound", "case", "said"),
+    [
+        (3, 5, RateBound(">=", 0.3), "count", "about 9 attempts decide it (reproduced)"),
+        (0, 3, RateBound(">", 0), "above-zero", "no count of clean attempts refutes it"),
+        (3, 3, RateBound("<", 1), "below-one", "no count of failures refutes it"),
+        (0, 0, RateBound(">=", 0.3), "none-ran", "; run more attempts"),
+        (10, 100, RateBound(">=", 0.1), "at-bound", "the rate seen is the bound itself"),
+        (21, 200, RateBound(">=", 0.1), "past-limit", "(--repeat's limit)"),
+    ],
+)
+def test_each_case_of_what_more_attempts_do_is_the_judge_s(
+    matched: int, n: int, bound: RateBound, case: str, said: str
+) -> None:
+    """judge.deciding picks each of words.Deciding's cases from a rate and its bound, and
+    the cell's reason says it (words.more_attempts_phrase; test_words.py words each)."""
+    from reprospec.outcome.judge import _rate_reason, deciding
+
+    expectation = Expectation("crash", signal="SIGSEGV", rate=bound)
+    rate = rate_of(matched, n)
+    decides = deciding(rate, bound)
+    assert decides.case == case
+    assert (decides.needed is not None) == (case == "count")
+    assert said in _rate_reason(expectation, bound, rate, "")
+
+
 def test_every_attempt_missing_one_key_alike_says_the_expect_is_what_misses() -> None:
     """20 of 20 attempts crashed with SIGSEGV in the worker, against `rate: >0` and a
     `where: main` no attempt had: "straddles >0; run more attempts" where no number of them
