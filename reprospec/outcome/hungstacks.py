@@ -495,8 +495,9 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
     first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
     `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
-    heartbeat's `time.sleep` in its loop: it wakes and sleeps again, stuck on nothing), 1
-    otherwise (a busy loop, a line that cannot be read).
+    heartbeat's `time.sleep` in its loop, or its `stop.wait(0.5)`: it wakes and sleeps
+    again, stuck on nothing), 1 otherwise (a busy loop, a line that cannot be read, a
+    queue's `get(timeout=...)` or a future's `result(timeout=...)`).
 
     faulthandler's dump says neither which thread a join waits for nor whether a thread
     runs: a lock's wait and a sleep both stop in C code, below the user's line, so a
@@ -505,17 +506,23 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     user's say what it waits in, else the user's own line, read from the text the attempt
     ran (`source`, as minimize's hangplace reads it: under docker the dump names the
     container's `/work`, read on the host as no file, or another's); a dump's order stays
-    among threads of one rank. A Condition's wait with a timeout (a heartbeat's `while not
-    stop.wait(0.5)`, a queue's `get(timeout=1)` in a loop) wakes as a sleep does, where the
-    same frames of `q.get()` wait for good: the user's line says which, by the timeout it
-    passes (`_timed`). Not the library's line (`waiter.acquire(True, timeout)`): that is
-    the interpreter's file, which under docker is the image's, no file on the host or one
-    of another version (review)."""
+    among threads of one rank. A wait given a timeout wakes, where the same frames with
+    none (`q.get()`) wait for good: the user's line says which, by the timeout it passes
+    (`_timed`; not threading.py's line, `waiter.acquire(True, timeout)`: under docker the
+    image's file, none on the host or one of another version, review). Only an Event's or
+    a Condition's wait called from the user's code (every frame below it threading.py's:
+    a heartbeat's `while not stop.wait(0.5)`) sleeps; one under a queue's get or a future's
+    result is a consumer polling for work in a loop that never ends, a thread that never
+    ends (the title `hang in beat` named the heartbeat beside it, review): it ranks between
+    a thread blocked for good and a sleeper."""
     frame, waiting, _ = thread
     if waiting:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
-        return 2 if _timed(frame, source) else 0
+        if not _timed(frame, source):
+            return 0
+        event = all(in_file(f, "threading.py") for f in waiting)
+        return 2 if event and waiting[-1].function in ("wait", "wait_for") else 1
     blocked = blocking_line(frame, source)
     if blocked in _ON_ANOTHER_THREAD:
         return 0
@@ -549,11 +556,10 @@ def _timed(frame: Frame, source: Source) -> bool:
 
 
 def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
-    """Whether a thread sleeps where it is, to wake again: in `time.sleep` on its own line,
-    or in a Condition's wait given a timeout (`stop.wait(0.1)`)."""
-    if waiting:
-        return _is(waiting[0], ("threading.py", "wait")) and _timed(frame, source)
-    return blocking_line(frame, source) == _SLEEP
+    """Whether a thread sleeps where it is, to wake again, as `_stuck_rank` ranks one last:
+    in `time.sleep` on its own line, or in an Event's or a Condition's wait given a timeout
+    (`stop.wait(0.1)`)."""
+    return _stuck_rank((frame, tuple(waiting), frame), source) == 2
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

@@ -642,6 +642,44 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
     assert hung_frame(stack) == Frame(str(job), 8, "work")
 
 
+@pytest.mark.parametrize("get", ["q.get(timeout=0.2)", "q.get(True, 0.2)", "f.result(timeout=1)"])
+def test_a_join_names_a_consumer_polling_with_a_timeout_not_the_heartbeat(
+    tmp_path: Path, get: str
+) -> None:
+    """A consumer that polls its queue with a timeout in a loop that never ends wakes, as the
+    heartbeat's sleep does, but it is the thread that never ends: below a queue's get (or
+    a future's result) a timed wait ranks above a sleeper, and the hang names `work`
+    (it read `hang in beat`, review)."""
+    lib = "/usr/lib/python3.11"
+    below = (
+        f'  File "{lib}/queue.py", line 180 in get\n'
+        if "get" in get
+        else f'  File "{lib}/concurrent/futures/_base.py", line 451 in result\n'
+    )
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import queue, threading, time\nq = queue.Queue()\n"
+        "def beat():\n    while True:\n        time.sleep(0.05)\n"
+        f"def work():\n    while True:\n        {get}\n"
+    )
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{job}", line 5 in beat\n'
+        f'  File "{lib}/threading.py", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{lib}/threading.py", line 331 in wait\n'
+        f"{below}"
+        f'  File "{job}", line 8 in work\n'
+        f'  File "{lib}/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}/threading.py", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}/threading.py", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
+    assert hung_frame(stack) == Frame(str(job), 8, "work")
+
+
 @pytest.mark.parametrize(
     ("work", "named"),
     [
