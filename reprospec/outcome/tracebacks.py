@@ -322,10 +322,13 @@ def _headerless_group(lines: list[str]) -> PythonException | None:
             before -= 1
         if before >= 0 and (
             _GROUP_BAR.match(lines[before])
-            or _GROUP_RULE.match(lines[before])
+            or ((rule := _GROUP_RULE.match(lines[before])) and rule["label"] is not None)
             or lines[before].startswith("Exception in thread ")
         ):
-            continue  # a frame's, a message's or a nested group's line; a thread's group
+            # A frame's, a message's or a nested group's line (after a member's numbered
+            # rule); a thread's group. Not after a closing rule: that is another group's
+            # end (a group printed handled, or a thread's), and this one is the process's.
+            continue
         after = index + 1
         while after < len(lines) and _GROUP_BAR.match(lines[after]):
             after += 1
@@ -666,6 +669,8 @@ def _group_members(lines: list[str], start: int) -> tuple[PythonException, ...]:
         line = lines[index]
         if (rule := _GROUP_RULE.match(line)) is not None:
             found.append(("rule", len(rule["lead"]) - 1, rule["label"]))
+            if rule["label"] is None and found[-1][1] == found[0][1]:
+                break  # its last member's closing rule: what follows is another's
         elif (bar := _GROUP_BAR.match(line)) is not None:
             found.append(("bar", len(bar["indent"]), bar["content"]))
         elif found and found[-1][0] == "bar" and _continues_a_group(lines, index + 1):

@@ -216,6 +216,56 @@ def test_a_threads_group_is_never_read_as_a_hidden_group(traceback: bool) -> Non
     assert parse_chain(text) == ()
 
 
+# 3.11.7's stderr under `sys.tracebacklimit = 0`: a group printed handled
+# (`traceback.print_exc()`), then the group that ended the process.
+HANDLED_THEN_FATAL = """\
+  | ExceptionGroup: first (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | KeyError: 'k'
+    +------------------------------------
+  | ExceptionGroup: fatal (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | ValueError: v
+    +------------------------------------
+"""
+
+# 3.11.7's stderr under `sys.tracebacklimit = 0`: a thread dead of a group, then the
+# main thread's group.
+THREAD_THEN_MAIN = """\
+Exception in thread Thread-1 (f):
+  | ExceptionGroup: outer (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | ValueError: a
+    +------------------------------------
+  | ExceptionGroup: main (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | KeyError: 'k'
+    +---------------- 2 ----------------
+    | TypeError: t
+    +------------------------------------
+"""
+
+
+def test_a_hidden_group_after_another_groups_closing_rule_is_read() -> None:
+    # The closing rule before it was taken for a member's: the handled group was read,
+    # the fatal one's member merged into it, and after a thread's group nothing was.
+    assert [e.message for e in parse_chain(HANDLED_THEN_FATAL)] == ["fatal (1 sub-exception)"]
+    assert _members(HANDLED_THEN_FATAL) == [("ValueError", "v")]
+    assert [e.message for e in parse_chain(THREAD_THEN_MAIN)] == ["main (2 sub-exceptions)"]
+    assert _members(THREAD_THEN_MAIN) == [("KeyError", "'k'"), ("TypeError", "t")]
+
+
+def test_a_groups_members_end_at_its_closing_rule() -> None:
+    # A group printed with its traceback, then one under `sys.tracebacklimit = 0` (3.11.7):
+    # the first group's members were read on into the second's (KeyError and ValueError).
+    text = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/w/mix.py", line 3, in <module>\n'
+        '  |     raise ExceptionGroup("first", [KeyError("k")])\n' + HANDLED_THEN_FATAL
+    )
+    assert _members(text) == [("KeyError", "'k'")]
+
+
 def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
     tmp_path: Path,
 ) -> None:
