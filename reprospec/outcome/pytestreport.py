@@ -159,6 +159,11 @@ def first_failure(text: str) -> FailedTest | None:
         else:  # `E   assert a == b`: pytest left out the `AssertionError: `
             exception = last
             message = first if first and first.rsplit(".", 1)[-1] != last else None
+        if exception is None and chain:
+            # `--tb=short`: a bare `E   assert 1 == 2` and no `file:line: AssertionError`
+            # line; the chain CPython printed above it names the type.
+            exception = chain[-1].type
+            message = message or chain[-1].message
     if exception is None:
         exception = summary_type
     if message is None:

@@ -598,3 +598,52 @@ def test_a_group_the_test_logged_is_not_its_exception() -> None:
         "assert 1 == 2",
         (),
     )
+
+
+# pytest 9.2's `--tb=short` report of a test whose assert failed in `except ExceptionGroup:`
+# (3.11.7): a bare `E   assert 1 == 2` and no `file:line: AssertionError` line.
+_SHORT_ASSERT_IN_HANDLER = """\
+test_cases.py F                                                          [100%]
+
+=================================== FAILURES ===================================
+____________________________ test_assert_in_handler ____________________________
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/test_cases.py", line 32, in test_assert_in_handler
+  |     asyncio.run(main())
+  |   File "/usr/lib/python3.11/asyncio/taskgroups.py", line 145, in __aexit__
+  |     raise me from None
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/w/test_cases.py", line 4, in bad
+    |     raise ValueError("boom")
+    | ValueError: boom
+    +------------------------------------
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/w/test_cases.py", line 34, in test_assert_in_handler
+    assert 1 == 2
+AssertionError: assert 1 == 2
+
+During handling of the above exception, another exception occurred:
+test_cases.py:34: in test_assert_in_handler
+    assert 1 == 2
+E   assert 1 == 2
+=========================== short test summary info ============================
+FAILED test_cases.py::test_assert_in_handler - assert 1 == 2
+============================== 1 failed in 0.29s ===============================
+"""
+
+
+def test_a_short_reports_assert_in_a_groups_handler_keeps_its_exception() -> None:
+    # The `E` block names no type: read as no exception and no chain, so neither
+    # `expect.exception: AssertionError` nor the group's `ValueError` met it.
+    failed = first_failure(_SHORT_ASSERT_IN_HANDLER)
+    assert failed is not None
+    assert (failed.exception, failed.message) == ("AssertionError", "assert 1 == 2")
+    assert [(e.type, [m.type for m in e.members]) for e in failed.chain] == [
+        ("ExceptionGroup", ["ValueError"]),
+        ("AssertionError", []),
+    ]
