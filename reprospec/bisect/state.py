@@ -37,10 +37,12 @@ if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
 
 STATE_FORMAT = 1
-# state.json's mark of a bisect stored under the present stop (a51dea31's second reading of the
-# rate): only a state without it, stored under the earlier stop, has its answer printed on a
-# read-only --out (`stored_answer`); one with it asks no attempt its answer did not run.
-STOP = "second-reading"
+# state.json's mark of a bisect stored under the present stop (f019f95c's third reading of the
+# rate, AssumedRate at 1 - 4/5 of the error, after a51dea31's second): only a state without it,
+# stored under an earlier stop (no mark, or a51dea31's "second-reading"), has its answer printed
+# on a read-only --out (`stored_answer`); one with it asks no attempt its answer did not run.
+# A stricter stop takes a new mark.
+STOP = "assumed-rate"
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
 # The `spec` not given: its own object, told apart by identity from any path passed.
@@ -472,8 +474,9 @@ def load_state(
 def stored_answer(path: Path) -> BisectResult | None:
     """state.json's stored "found" result, None where it holds none (or not one that reads).
     Given only where --out cannot be written: a bisect finished under an earlier, less strict
-    stop may need attempts the present one asks (a51dea31's second reading), which such an
-    --out cannot store, so its stored answer is printed with a warning instead of refused.
+    stop may need attempts the present one asks (a51dea31's second reading, f019f95c's third),
+    which such an --out cannot store, so its stored answer is printed with a warning instead of
+    refused.
     None where state.json was stored under the present stop (`STOP`): there a version that
     needs attempts was asked something the stored answer was not (a stricter --error), and
     printing the answer claimed a confidence never reached."""

@@ -1,9 +1,10 @@
 """A bisect finished under an earlier, less strict stop (before a51dea31's second reading of
-the rate), run again on an --out made read-only since: its state.json holds the answer, but
-not every attempt the present stop asks, so the rerun was refused as a version needing
-attempts (exit 2). It prints the stored answer with a warning that it came from the earlier
-stop, where the state was stored before that stop (state.json without its `stop` mark) and
-the same --error and --min-rate are asked; otherwise the refusal stands."""
+the rate, or f019f95c's third), run again on an --out made read-only since: its state.json
+holds the answer, but not every attempt the present stop asks, so the rerun was refused as a
+version needing attempts (exit 2). It prints the stored answer with a warning that it came
+from the earlier stop, where the state was stored before that stop (state.json without its
+`stop` mark, or with the second reading's) and the same --error and --min-rate are asked;
+otherwise the refusal stands."""
 
 from __future__ import annotations
 
@@ -77,7 +78,19 @@ def test_a_stored_answer_short_of_the_present_stop_is_printed_on_a_read_only_out
     assert present.returncode == 2, present.stdout + present.stderr
     assert "cannot be written" in present.stderr
     assert "less strict stop" not in present.stdout
-    # The earlier stop wrote no mark.
+    # The second reading's stop (a51dea31) marked it "second-reading": stored before the third
+    # reading (f019f95c), its answer is printed with the warning, not refused.
+    assert state["stop"] != "second-reading"
+    state["stop"] = "second-reading"
+    state_path.write_text(json.dumps(state), encoding="utf-8")
+    try:
+        second = run(read_only(out, argv))
+    finally:
+        _writable(out)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.splitlines()[0] == first.stdout.splitlines()[0]
+    assert "the one an earlier run stored, under an earlier, less strict stop" in second.stdout
+    # The first stop wrote no mark.
     del state["stop"]
     state_path.write_text(json.dumps(state), encoding="utf-8")
     # A stricter --error (which the bisect's key leaves out) asks a confidence the stored
