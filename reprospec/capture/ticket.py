@@ -50,7 +50,7 @@ from reprospec.outcome.children import (
     pipeline_death,
     rank_exception,
 )
-from reprospec.outcome.pytestreport import crashed_test, first_failure
+from reprospec.outcome.pytestreport import bare_type, crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     EXCEPTION_LINE,
     FATAL_BODY,
@@ -1338,7 +1338,7 @@ def _unfenced(message: str | None) -> str | None:
 
 
 def _same_type(one: PythonException, other: PythonException) -> bool:
-    return one.type.rsplit(".", 1)[-1] == other.type.rsplit(".", 1)[-1]
+    return bare_type(one.type) == bare_type(other.type)
 
 
 def _test_name(text: str) -> str | None:

@@ -154,11 +154,11 @@ def first_failure(text: str) -> FailedTest | None:
         first = block[0] if block else None
         typed = _TYPED.match(first) if first else None
         last = raised[-1] if raised else None
-        if typed is not None and last in (None, typed["type"].rsplit(".", 1)[-1]):
+        if typed is not None and last in (None, bare_type(typed["type"])):
             exception, message = typed["type"], typed["message"]
         else:  # `E   assert a == b`: pytest left out the `AssertionError: `
             exception = last
-            message = first if first and first.rsplit(".", 1)[-1] != last else None
+            message = first if first and bare_type(first) != last else None
         if exception is None and chain:
             # `--tb=short`: a bare `E   assert 1 == 2` and no `file:line: AssertionError`
             # line; the chain CPython printed above it names the type.
@@ -168,12 +168,12 @@ def first_failure(text: str) -> FailedTest | None:
         exception = summary_type
     if message is None:
         message = summary_message
-    if len(chain) < 2 or exception is None or _bare(chain[-1].type) != _bare(exception):
+    if len(chain) < 2 or exception is None or bare_type(chain[-1].type) != bare_type(exception):
         chain = ()  # no chain, or not the one of the exception pytest reports
     return FailedTest(test, exception, message or None, summary["kind"], at, members, chain)
 
 
-def _bare(exception: str) -> str:
+def bare_type(exception: str) -> str:
     """`Error` of `pkg.mod.Error`: pytest writes a type by its module or without it."""
     return exception.rsplit(".", 1)[-1]
 
