@@ -850,14 +850,16 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
     failure. The bad end runs only as many attempts as that rate needs (1 at `--min-rate
     0.999`, 10 at 0.5), and "did not reproduce in 1 attempt" alone read as "it does not
     fail here", where a failure rarer than assumed passes so just as well (isolate's
-    refusal says the same, `Candidate.missed_at`). Passes alone: an attempt that failed
-    otherwise could not have shown the matching failure."""
+    refusal says the same, `Tally.missed_at`), only where it passed more often than it failed
+    otherwise: there the expect or the --timeout, not the rate, is the question (1 pass among
+    9 hangs read "give a lower --min-rate"). The chance counts the passes alone: an attempt
+    that failed otherwise could not have shown the matching failure."""
     reason = (
         f"the bad end {seen.version} did not reproduce in "
         f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"
     )
     passes = seen.signatures.count("pass")
-    if not passes:
+    if passes <= seen.attempts - passes:
         return reason
     return (
         f"{reason}; at the assumed minimum rate {min_rate:g}, "

@@ -98,6 +98,21 @@ def test_a_bad_end_that_failed_otherwise_is_refused_without_a_chance() -> None:
     )
 
 
+def test_a_bad_end_that_mostly_hung_is_refused_without_a_chance() -> None:
+    # One pass among nine hangs: the expect or the --timeout is the question, not the rate
+    # (isolate's rule, Tally.missed_at), so no "give a lower --min-rate".
+    def mixed(version: str, n: int) -> Trial:
+        return Trial(version, n, 0, signatures=(("pass",) + ("hang",) * 9)[:n])
+
+    expected = attempts_to_see(0.5, DEFAULT_ERROR / 5)
+    assert expected == 10
+    result = bisect(VERSIONS, mixed, min_rate=0.5)
+    assert result.status == "refused"
+    assert result.reason == (
+        "the bad end 1.19 did not reproduce in 10 attempts; seen: pass x1, hang x9"
+    )
+
+
 def test_the_good_end_that_fails_is_refused() -> None:
     result = bisect(VERSIONS, oracle_for(0))
     assert result.status == "refused"
