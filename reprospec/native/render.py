@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_interpreter_file
+from reprospec.core.results import group_agrees
 from reprospec.core.shellline import SHELLS
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
@@ -209,8 +210,6 @@ def agrees(signature: str, target: str, *, native_unknown: bool, across_builds: 
     if signature == target or unnamed_agrees(signature, target, across_builds=across_builds):
         return True
     if signature.startswith("error:") and "[" in signature + target:
-        from reprospec.core.results import group_agrees
-
         return group_agrees(signature, target)
     if not native_unknown or not signature.startswith("crash:"):
         return False
