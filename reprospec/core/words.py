@@ -28,7 +28,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Expectation
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import (
@@ -614,8 +613,7 @@ def cell_rate_phrase(rate: Rate, expected: Expectation) -> str:
     return rate_phrase(rate)
 
 
-@frozen
-class Deciding:
+class Deciding(NamedTuple):  # (not a dataclass: see PrintedInterval)
     """What more attempts do to an undecided rate against its bound, as judge.deciding
     works it out, for `more_attempts_phrase` to say: the seam between the two. `case`:
     "count", `needed` attempts decide it, `verdict` which way, at the rate seen;
@@ -932,6 +930,22 @@ def replayed_phrase(attempts: int, probes: int) -> str:
     if not probes:
         return ""
     return f" ({attempts} of them replayed from an earlier run: {plural(probes, 'probe')})"
+
+
+def missed_chance(passed: int, other: int, min_rate: float, ways: str) -> str:
+    """The clause a search's refusal of a side that never matched adds: how likely its
+    `passed` passes were at the assumed `min_rate`, and `ways` on for a rarer failure (the
+    caller's own: amplify it first, a lower --min-rate, each as the CLI or the API says it).
+    "" where it failed otherwise (`other`) as often as it passed: there the expect or the
+    --timeout, not the rate, is the question. The chance counts the passes alone: an
+    attempt that failed otherwise could not have shown the expected failure. Isolate's and
+    minimize's (`Tally.missed_at`) and bisect's bad end (`_bad_end_refused`)."""
+    if passed <= other:
+        return ""
+    return (
+        f"; at the assumed minimum rate {min_rate:g}, {plural(passed, 'passing attempt')} "
+        f"had a chance of {(1 - min_rate) ** passed:.2g}: for a rarer failure, {ways}"
+    )
 
 
 def budget_continues(search: str, attempts: int, before: str = "", said: str = "--budget") -> str:

@@ -239,3 +239,19 @@ def test_what_more_attempts_do_is_worded_here_for_every_renderer() -> None:
     assert more_attempts_phrase(Deciding("none-ran"), bound) == "run more attempts"
     assert "the bound itself" in more_attempts_phrase(Deciding("at-bound"), bound)
     assert "(--repeat's limit)" in more_attempts_phrase(Deciding("past-limit"), bound)
+
+
+def test_the_vocabulary_makes_no_dataclass_as_it_is_imported() -> None:
+    # Every run imports words.py, and a frozen dataclass's methods are compiled as it is
+    # made (issue 30, item 4): its values are NamedTuples (Deciding was made @frozen, and
+    # is one again: review).
+    from dataclasses import is_dataclass
+
+    from reprospec.core import words
+
+    made_here = [
+        name
+        for name, value in vars(words).items()
+        if isinstance(value, type) and value.__module__ == words.__name__ and is_dataclass(value)
+    ]
+    assert made_here == []
