@@ -309,8 +309,9 @@ def group_agrees(signature: str, target: str) -> bool:
     those that failed before it was cancelled: one two-task TaskGroup gave
     `[KeyError,ValueError]` 9 times in 12, `[ValueError]` twice and `[KeyError]` once,
     one failure; two groups of members apart (`[KeyError]`, `[ValueError]`) differ.
-    Read where signatures are compared as one failure: minimize's, isolate's and
-    amplify's candidates (`native.agrees`) and `compare`'s cells."""
+    Read where signatures are compared as one failure: every comparison of a failure
+    with a target (`native.agrees`: capture's verify, minimize, isolate, amplify) and
+    `compare`'s cells."""
     if signature == target:
         return True
     ours_bare, ours = split_group(signature)

@@ -205,7 +205,9 @@ def agrees(signature: str, target: str, *, native_unknown: bool, across_builds: 
     (`unnamed_agrees`). An exception group's signatures agree where one's members are
     among the other's (`group_agrees`: which of a TaskGroup's tasks failed before it was
     cancelled is timing's; `[KeyError,ValueError]` counted its own `[ValueError]` attempts
-    as another failure).
+    as another failure). Every comparison of a failure with a target asks it: capture's
+    verify and its grouping of the failures it saw, minimize (its candidates and its
+    settings check), isolate, amplify, and the report's signatures.
     """
     if signature == target or unnamed_agrees(signature, target, across_builds=across_builds):
         return True
