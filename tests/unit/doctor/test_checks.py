@@ -865,3 +865,12 @@ def test_on_the_venv_runner_this_interpreters_torch_fails_no_check_of_the_cells(
     assert checks["torch"].status == "warn"
     # The local runner runs this interpreter: its failure stands.
     assert by_name(bare, replace(spec, runner="local"))["torch"].status == "fail"
+    # This interpreter's torch dispatches kernels its CPU lacks: a failure of a torch no
+    # cell's venv holds (their torch comes of torchvision) is a warning, said whose it is.
+    lying = machine(torch={"cpu_capability": "AVX512"}, cpu={"flags": ["avx", "avx2", "fma"]})
+    capability = by_name(lying, spec)["cpu-capability"]
+    assert capability.status == "warn", capability
+    assert capability.why.startswith(
+        "of this interpreter's torch, which the cells' venvs do not hold"
+    )
+    assert by_name(lying, replace(spec, runner="local"))["cpu-capability"].status == "fail"
