@@ -352,7 +352,7 @@ def test_a_run_id_is_named_by_a_prefix_unique_among_the_store_and_the_folders(
 def test_a_filtered_runs_reads_the_attempts_of_its_page_alone(tmp_path: Path) -> None:
     # The per-run counts grouped every run's attempts before the filter and LIMIT chose
     # the page (`MATERIALIZE g; SCAN attempts`): `runs(spec, 5)`, asked at every isolate
-    # start, took 166 ms on a 480k-attempt store where it took 1 ms.
+    # start, read the whole attempts table (the figures: Store.runs's docstring).
     with Store(tmp_path) as store:
         for n, spec in enumerate(("s", "t", "s")):
             run = replace(segfault_matrix(), run_id=f"r{n}", spec_name=spec)
