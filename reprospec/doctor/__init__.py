@@ -178,8 +178,9 @@ def _of_the_venvs(check: Check, env: Captured, needs: Needs) -> Check:
     `torch`: where the cells' packages name torch, of those packages (a warning where they
     name no numpy and a cell may use it: torch does not require numpy, so its bridge fails
     in the venv unless another package brings it; else skipped, saying what is installed);
-    where they name none, the interpreter's, said so. The others that read its torch are
-    said to be of it, a failure a warning where the cells install a torch of their own."""
+    where they name none, the interpreter's, said so, a failure only a warning. The others
+    that read its torch are said to be of it, a failure only a warning: the cells install a
+    torch of their own, or none (spec-environment warns of a package that brings one)."""
     from dataclasses import replace
 
     from reprospec.doctor.check import Check
