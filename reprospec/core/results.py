@@ -14,7 +14,7 @@ from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from reprospec.core.frozen import frozen
 from reprospec.core.frozenjson import FrozenDict, freeze_mapping
@@ -155,10 +155,14 @@ class ChainLink:
     def named(self) -> str:
         """Its type, with an exception group's members' types after it:
         `ExceptionGroup[ValueError]` (`group_named`), as `Outcome.named_exception`."""
-        return group_named(self.type, self.members) or self.type
+        return group_named(self.type, self.members)
 
-    def to_dict(self) -> JsonObject:
-        out: JsonObject = {"type": self.type, "message": self.message, "link": self.link}
+    def to_dict(self, *, link: bool = True) -> JsonObject:
+        """Its results.json form: a chain's item; `link=False`, `last_traceback`'s (the
+        last traceback printed stands in no chain)."""
+        out: JsonObject = {"type": self.type, "message": self.message}
+        if link:
+            out["link"] = self.link
         if self.members:
             out["members"] = [m.to_dict() for m in self.members]
         return out
@@ -276,6 +280,10 @@ class Outcome:
         return ()
 
 
+@overload
+def group_named(exception: str, members: Sequence[GroupMember]) -> str: ...
+@overload
+def group_named(exception: str | None, members: Sequence[GroupMember]) -> str | None: ...
 def group_named(exception: str | None, members: Sequence[GroupMember]) -> str | None:
     """`ExceptionGroup[KeyError,ValueError]`: an exception group's type and its members'
     types, each once, sorted (a TaskGroup's members come in the order its tasks failed,

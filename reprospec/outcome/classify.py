@@ -540,8 +540,8 @@ def classify(
     if dead_threads and kind != "pass":
         # A thread's exception group by its members too (`ExceptionGroup[KeyError]`), as
         # the outcome's own: every TaskGroup a thread ran fails as `ExceptionGroup`.
-        named = (group_named(e.type, [GroupMember(m.type) for m in e.members]) for e in threads)
-        died = threads_died(dead_threads, list(dict.fromkeys(n or "" for n in named)))
+        named = (group_named(e.type, _members(e)) for e in threads)
+        died = threads_died(dead_threads, list(dict.fromkeys(named)))
         detail = f"{detail}; {died}" if detail else died
     exception_type = (exception.type or None) if exception else None
     message = exception.message if exception else None

@@ -89,11 +89,7 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
     if outcome.injected is not None:
         out["injected"] = outcome.injected
     if outcome.last_traceback is not None:
-        printed = outcome.last_traceback
-        last: JsonObject = {"type": printed.type, "message": printed.message}
-        if printed.members:
-            last["members"] = [m.to_dict() for m in printed.members]
-        out["last_traceback"] = last
+        out["last_traceback"] = outcome.last_traceback.to_dict(link=False)
     if outcome.crashed_child is not None:
         out["crashed_child"] = outcome.crashed_child.to_dict()
     if outcome.oom_killed:
