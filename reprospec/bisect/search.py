@@ -81,7 +81,7 @@ from reprospec.core.caller import argument
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
 from reprospec.core.rates import log_sum, wilson
-from reprospec.core.words import plural
+from reprospec.core.words import missed_chance, plural
 
 Status = Literal["found", "refused", "undecided"]
 State = Literal["bad", "good", "unsure", "untested", "skipped"]
@@ -850,21 +850,19 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
     failure. The bad end runs only as many attempts as that rate needs (1 at `--min-rate
     0.999`, 10 at 0.5), and "did not reproduce in 1 attempt" alone read as "it does not
     fail here", where a failure rarer than assumed passes so just as well (isolate's
-    refusal says the same, `Tally.missed_at`), only where it passed more often than it failed
-    otherwise: there the expect or the --timeout, not the rate, is the question (1 pass among
-    9 hangs read "give a lower --min-rate"). The chance counts the passes alone: an attempt
-    that failed otherwise could not have shown the matching failure."""
+    refusal says the same, `Tally.missed_at`; both through core/words.missed_chance), only
+    where it passed more often than it failed otherwise: there the expect or the --timeout,
+    not the rate, is the question (1 pass among 9 hangs read "give a lower --min-rate")."""
     reason = (
         f"the bad end {seen.version} did not reproduce in "
         f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"
     )
     passes = seen.signatures.count("pass")
-    if passes <= seen.attempts - passes:
-        return reason
-    return (
-        f"{reason}; at the assumed minimum rate {min_rate:g}, "
-        f"{plural(passes, 'passing attempt')} had a chance of {(1 - min_rate) ** passes:.2g}: "
-        f"for a rarer failure, give a lower {argument('--min-rate', 'min_rate')}"
+    return reason + missed_chance(
+        passes,
+        seen.attempts - passes,
+        min_rate,
+        f"give a lower {argument('--min-rate', 'min_rate')}",
     )
 
 

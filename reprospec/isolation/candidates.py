@@ -13,7 +13,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import attempts_to_see, wilson
 from reprospec.core.results import Rate
-from reprospec.core.words import plural
+from reprospec.core.words import missed_chance, plural
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]
@@ -109,23 +109,18 @@ class Tally:
         lower --min-rate): either it does not fail here or more rarely than assumed, and
         "nothing to isolate" alone read as the former. One that failed otherwise as often
         as it passed is refused as `never_matched` says: there the expect, not the rate, is
-        the question. The chance counts the passes alone: an attempt that failed otherwise
-        could not have shown the expected failure (1 pass among 129 such read "130 clean
-        attempts had a chance of 0.005"). Isolate's and minimize's (`options`: the API's
-        options class, `IsolateOptions`)."""
-        refused = self.never_matched(what, search)
-        if self.passed <= self.other:
-            return refused
-        missed = (1 - min_rate) ** self.passed
-        return (
-            f"{refused}; at the assumed minimum rate {min_rate:g}, "
-            f"{plural(self.passed, 'passing attempt')} had a chance of {missed:.2g}: "
-            "for a rarer failure, "
-            + said(
-                f"`reprospec amplify` it first (then {search} --amplify)",
-                f"amplify_spec it first (then {options}(amplified=...))",
-            )
-            + f", or give a lower {argument('--min-rate', 'min_rate')}"
+        the question (core/words.missed_chance, which bisect's bad end words too; 1 pass
+        among 129 such read "130 clean attempts had a chance of 0.005"). Isolate's and
+        minimize's (`options`: the API's options class, `IsolateOptions`)."""
+        amplify = said(
+            f"`reprospec amplify` it first (then {search} --amplify)",
+            f"amplify_spec it first (then {options}(amplified=...))",
+        )
+        return self.never_matched(what, search) + missed_chance(
+            self.passed,
+            self.other,
+            min_rate,
+            f"{amplify}, or give a lower {argument('--min-rate', 'min_rate')}",
         )
 
     def figure(self) -> str:
