@@ -50,6 +50,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.export.tree import program_digest
 from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
+from reprospec.store.db import held_open
 from reprospec.store.runfolder import RunFolder
 
 
@@ -80,6 +81,7 @@ _AXIS_VALUE = repr("AXIS=VALUE")
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
+@held_open()  # the store checkpointed once, as the search ends (store/db.py)
 def bisect_spec(
     request: BisectRequest,
     *,

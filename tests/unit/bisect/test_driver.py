@@ -115,6 +115,29 @@ def test_an_out_that_is_a_file_is_refused_before_anything_is_asked(tmp_path: Pat
         bisect_spec(BisectRequest(spec, "pkg", "1.0", "2.0", out=out))
 
 
+def test_a_bisect_holds_its_store_open_as_the_other_searches_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its candidates' runs are the search's probes (purpose "bisect", written unsynced), but
+    # each one's close was the store's last and checkpointed it, where isolate, minimize and
+    # amplify checkpoint once, as the search ends (store/db.py's held_open).
+    from reprospec.store import db
+    from reprospec.store.runfolder import RunFolder
+
+    held: list[bool] = []
+
+    def check_out(out: Path, option: str = "") -> None:
+        del out, option
+        held.append(db._HELD is not None)
+        raise UsageError("stopped here")
+
+    monkeypatch.setattr(RunFolder, "check_out", check_out)
+    with pytest.raises(UsageError, match="stopped here"):
+        bisect_spec(BisectRequest(tmp_path / "s.yaml", "pkg", "1.0", "2.0", out=tmp_path))
+    assert held == [True]
+    assert db._HELD is None  # and let go as it ends
+
+
 def test_a_dockerfile_cell_is_refused_on_the_docker_runner_before_anything_is_built(
     tmp_path: Path,
 ) -> None:
