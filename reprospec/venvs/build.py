@@ -105,6 +105,11 @@ class EnvBuildError(InfraError):
         self.log = log
 
 
+class UvTimeout(EnvBuildError):
+    """uv ran past the timeout it was given (`run_uv`): told apart from the other
+    EnvBuildError of `run_uv`, uv not installed, which is no slow or silent index."""
+
+
 @frozen
 class Interpreter:
     """A base interpreter found on this machine: the real path and its full version."""
@@ -269,7 +274,7 @@ def run_uv(
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """uv with `args`, its output captured; `input` its stdin (else none). Raises
-    EnvBuildError where uv is not installed or ran past `timeout`."""
+    EnvBuildError where uv is not installed, UvTimeout (one) where it ran past `timeout`."""
     try:
         return subprocess.run(
             [uv_binary(), *args],
@@ -284,7 +289,7 @@ def run_uv(
             pass_fds=pass_fds,
         )
     except subprocess.TimeoutExpired as exc:
-        raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+        raise UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
 
 def pip_args(python: str, index: IndexConfig, exclude_newer: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
-from reprospec.venvs.build import EnvBuildError, pip_args, run_uv, uv_binary, uv_error
+from reprospec.venvs.build import EnvBuildError, UvTimeout, pip_args, run_uv, uv_error
 from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
@@ -63,18 +63,16 @@ def resolve(
     options, `pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
     Without uv, `unknown`, saying why (EnvBuildError's words)."""
     try:
-        uv_binary()
-    except EnvBuildError as exc:
-        return Resolved("unknown", str(exc))
-    try:
         done = run_uv(
             ["pip", "compile", "-", "--quiet", "--no-header", *pip_args(python, index)],
             timeout=timeout_s,
             cwd=cwd,
             input="".join(f"{requirement}\n" for requirement in packages),
         )
-    except EnvBuildError:  # (uv ran past the timeout)
+    except UvTimeout:
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", unreached=True)
+    except EnvBuildError as exc:  # (uv is not installed)
+        return Resolved("unknown", str(exc))
     except OSError as exc:
         return Resolved("unknown", f"uv could not be run ({exc})")
     if done.returncode == 0:

@@ -1,0 +1,36 @@
+"""venvs/resolve.py's reading of `uv pip compile`, uv itself stubbed: no process is started."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import NoReturn
+
+import pytest
+
+from reprospec.venvs import build
+from reprospec.venvs import resolve as resolving
+from reprospec.venvs.index import IndexConfig
+
+
+def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every EnvBuildError of run_uv was read as "took over 120s" of an index that did not
+    # answer, which left every other list of doctor's venv-packages unasked.
+    def missing(*_: object, **__: object) -> NoReturn:
+        raise build.EnvBuildError("uv is not installed: pip install uv")
+
+    monkeypatch.setattr(resolving, "run_uv", missing)
+    answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig())
+    assert answer == resolving.Resolved("unknown", "uv is not installed: pip install uv")
+
+
+def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    def slow(argv: list[str], **_: object) -> NoReturn:
+        raise subprocess.TimeoutExpired(argv, 5.0)
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", slow)
+    with pytest.raises(build.UvTimeout, match="uv pip compile timed out after 5s"):
+        build.run_uv(["pip", "compile", "-"], timeout=5.0)
+    answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig(), timeout_s=5.0)
+    assert answer.state == "unknown"
+    assert answer.said == "uv pip compile took over 5s"
