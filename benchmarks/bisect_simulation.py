@@ -30,49 +30,25 @@ import importlib.util
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.simulated import Case
+from benchmarks.simulated import Case, source_at
 from reprospec.bisect import search as current
 from reprospec.bisect.search import DEFAULT_ERROR, DEFAULT_MIN_RATE
 from reprospec.core.rates import wilson
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def search_at(revision: str) -> ModuleType:
     """The bisect search module as it was at `revision` (it imports only reprospec.core):
-    a git revision, or a folder holding a checkout (`git worktree add DIR REV`, or a copy
-    with uncommitted changes), whose reprospec/bisect/search.py is read as it is.
-
-    A folder was read as a revision name, and the run ended in git's CalledProcessError."""
-    checkout = Path(revision)
-    if checkout.is_dir():
-        source = checkout / "reprospec" / "bisect" / "search.py"
-        if not source.is_file():
-            _refuse(f"--before {revision}: a folder without reprospec/bisect/search.py")
-        text = source.read_text()
-    else:
-        shown = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{revision}:reprospec/bisect/search.py"],
-            capture_output=True,
-            text=True,
-        )
-        if shown.returncode:
-            _refuse(
-                f"--before {revision}: neither a folder nor a git revision with "
-                f"reprospec/bisect/search.py ({shown.stderr.strip()})"
-            )
-        text = shown.stdout
+    a git revision, or a folder holding a checkout (simulated.source_at)."""
+    text = source_at(revision, "reprospec/bisect/search.py")
     folder = Path(tempfile.mkdtemp(prefix="bisect-before-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then
     path = folder / "search_before.py"
@@ -257,12 +233,6 @@ def main() -> int:
     for line in goals:
         print(line)
     return 0
-
-
-def _refuse(message: str) -> NoReturn:
-    """A `--before` that names no search: said in one line, exit 2 (bad usage)."""
-    print(f"bisect_simulation.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def _met(ok: bool) -> str:

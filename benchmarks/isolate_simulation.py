@@ -1,7 +1,7 @@
 """Isolation against a simulated oracle (no processes): attempts spent and exact answers.
 
     python benchmarks/isolate_simulation.py [--trials 1000] [--seed 1] [--baselines]
-                                            [--row 16:2:0.3 ...] [--before main]
+                                            [--row 16:2:0.3 ...] [--before main|DIR]
 
 A trial hides a culprit set among N boolean toggles; a candidate reproduces when
 it holds every culprit, and then each attempt fails as expected with probability
@@ -15,7 +15,8 @@ attempts are the same). `--baselines` also runs ddmin and one-toggle-at-a-time
 with a fixed number of clean attempts per passing verdict, the two the issue
 measured first. A rate written `1:N:R` is a failure that looks deterministic for
 the trial's first N attempts, then fails at R. `--before REV` runs the same
-trials (same seeds) with the search of that git revision too, alternating trial
+trials (same seeds) with the search of that git revision too (or of a checkout's folder,
+`--before DIR`: a `git worktree`, or a copy with uncommitted changes), alternating trial
 by trial, so the pair is measured in one run under the same load; the CPU
 milliseconds per trial are the process's own (the search runs no children).
 
@@ -33,7 +34,6 @@ import importlib
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,31 +44,28 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.simulated import Case
+from benchmarks.simulated import Case, source_at
 from reprospec.isolation import AttemptKind, Probe
 from reprospec.isolation import search as current
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def search_at(revision: str) -> ModuleType:
-    """The isolation search as it was at `revision` (search, hypotheses, candidates).
+    """The isolation search as it was at `revision` (search, hypotheses, candidates): a git
+    revision, or a folder holding a checkout (simulated.source_at).
 
     The three modules are copied into a package of their own, their imports of each
     other renamed; they import only reprospec.core besides.
     """
+    texts = {
+        name: source_at(revision, f"reprospec/isolation/{name}.py")
+        for name in ("candidates", "hypotheses", "search")
+    }
     folder = Path(tempfile.mkdtemp(prefix="isolate-before-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then
     package = folder / "isolation_before"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for name in ("candidates", "hypotheses", "search"):
-        text = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{revision}:reprospec/isolation/{name}.py"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+    for name, text in texts.items():
         (package / f"{name}.py").write_text(
             text.replace("reprospec.isolation.", "isolation_before.")
         )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -23,3 +29,33 @@ class Case:
 
     def __str__(self) -> str:
         return f"1:{self.steady}:{self.rate:g}" if self.steady else f"{self.rate:g}"
+
+
+def source_at(before: str, relpath: str) -> str:
+    """`relpath` (reprospec/bisect/search.py) as `--before` has it: a git revision of this
+    checkout, or a folder holding a checkout (`git worktree add DIR REV`, or a copy with
+    uncommitted changes) whose file is read as it is. Neither, refused in one line, exit 2
+    (isolate_simulation's ended in git's CalledProcessError traceback)."""
+    folder = Path(before)
+    if folder.is_dir():
+        source = folder / relpath
+        if not source.is_file():
+            _refuse(f"--before {before}: a folder without {relpath}")
+        return source.read_text()
+    shown = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{before}:{relpath}"],
+        capture_output=True,
+        text=True,
+    )
+    if shown.returncode:
+        _refuse(
+            f"--before {before}: neither a folder nor a git revision with {relpath} "
+            f"({shown.stderr.strip()})"
+        )
+    return shown.stdout
+
+
+def _refuse(message: str) -> NoReturn:
+    """A `--before` that names no search: said in one line, exit 2 (bad usage)."""
+    print(f"{Path(sys.argv[0]).name}: {message}", file=sys.stderr)
+    raise SystemExit(2)
