@@ -1,7 +1,7 @@
 """The bisect search against a simulated flaky oracle: right answers and attempts.
 
     python benchmarks/bisect_simulation.py [--versions 64] [--rate 1.0 0.3 1:5:0.5]
-                                           [--trials 1000] [--before main|DIR] [--min-rate 0.3]
+                                           [--trials 1000] [--before main|./DIR] [--min-rate 0.3]
 
 No processes: version i is bad from the (random) first-bad index on, and an
 attempt at a bad version shows the matching failure with probability `--rate`
@@ -11,7 +11,8 @@ runs the whole search, both end checks included, and counts every attempt; the
 search is never told the rate, only `--min-rate` (as a spec's `expect.rate`
 bound tells it; default the search's own). `--before REV` runs the same trials
 (same seeds) with the search of that git revision too (or of a checkout's folder,
-`--before DIR`: a `git worktree`, or a copy with uncommitted changes), alternating trial by
+`--before ./DIR` or an absolute path: a `git worktree`, or a copy with uncommitted changes;
+a folder is one only written as a path), alternating trial by
 trial, so the pair is measured in one run under the same load; the CPU seconds
 are the process's own (the search runs no children).
 
@@ -47,7 +48,7 @@ from reprospec.core.rates import wilson
 
 def search_at(revision: str) -> ModuleType:
     """The bisect search module as it was at `revision` (it imports only reprospec.core):
-    a git revision, or a folder holding a checkout (simulated.source_at)."""
+    a git revision, or a folder written as a path holding a checkout (simulated.source_at)."""
     text = source_at(revision, "reprospec/bisect/search.py")
     folder = Path(tempfile.mkdtemp(prefix="bisect-before-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)  # at exit: imported till then

@@ -1,7 +1,7 @@
 """Isolation against a simulated oracle (no processes): attempts spent and exact answers.
 
     python benchmarks/isolate_simulation.py [--trials 1000] [--seed 1] [--baselines]
-                                            [--row 16:2:0.3 ...] [--before main|DIR]
+                                            [--row 16:2:0.3 ...] [--before main|./DIR]
 
 A trial hides a culprit set among N boolean toggles; a candidate reproduces when
 it holds every culprit, and then each attempt fails as expected with probability
@@ -15,8 +15,8 @@ attempts are the same). `--baselines` also runs ddmin and one-toggle-at-a-time
 with a fixed number of clean attempts per passing verdict, the two the issue
 measured first. A rate written `1:N:R` is a failure that looks deterministic for
 the trial's first N attempts, then fails at R. `--before REV` runs the same
-trials (same seeds) with the search of that git revision too (or of a checkout's folder,
-`--before DIR`: a `git worktree`, or a copy with uncommitted changes), alternating trial
+trials (same seeds) with the search of that git revision too (or of a checkout's folder
+written as a path, `./DIR`: a `git worktree`, or a copy with uncommitted changes), alternating trial
 by trial, so the pair is measured in one run under the same load; the CPU
 milliseconds per trial are the process's own (the search runs no children).
 
@@ -51,7 +51,7 @@ from reprospec.isolation import search as current
 
 def search_at(revision: str) -> ModuleType:
     """The isolation search as it was at `revision` (search, hypotheses, candidates): a git
-    revision, or a folder holding a checkout (simulated.source_at).
+    revision, or a folder written as a path holding a checkout (simulated.source_at).
 
     The three modules are copied into a package of their own, their imports of each
     other renamed; they import only reprospec.core besides.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,14 +35,23 @@ class Case:
 def source_at(before: str, relpath: str) -> str:
     """`relpath` (reprospec/bisect/search.py) as `--before` has it: a git revision of this
     checkout, or a folder holding a checkout (`git worktree add DIR REV`, or a copy with
-    uncommitted changes) whose file is read as it is. Neither, refused in one line, exit 2
-    (isolate_simulation's ended in git's CalledProcessError traceback)."""
-    folder = Path(before)
-    if folder.is_dir():
-        source = folder / relpath
-        if not source.is_file():
-            _refuse(f"--before {before}: a folder without {relpath}")
-        return source.read_text()
+    uncommitted changes) whose file is read as it is. A folder only where `before` is
+    written as a path (`./wt`, `/tmp/wt`, `../copy`): `--before main` from /work read
+    /work/main's working tree, edits and all, not the branch; one that is both a folder and
+    a revision is refused as ambiguous. Neither, refused in one line, exit 2 (a folder or a
+    typo ended in git's CalledProcessError traceback)."""
+    if os.sep in before or before.startswith("."):
+        folder = Path(before)
+        if folder.is_dir():
+            if _is_revision(before):
+                _refuse(
+                    f"--before {before}: both a folder and a git revision; write the folder "
+                    f"as {folder.resolve()}/ or the revision as {before}^{{commit}}"
+                )
+            source = folder / relpath
+            if not source.is_file():
+                _refuse(f"--before {before}: a folder without {relpath}")
+            return source.read_text()
     shown = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{before}:{relpath}"],
         capture_output=True,
@@ -49,10 +59,20 @@ def source_at(before: str, relpath: str) -> str:
     )
     if shown.returncode:
         _refuse(
-            f"--before {before}: neither a folder nor a git revision with {relpath} "
-            f"({shown.stderr.strip()})"
+            f"--before {before}: neither a folder (written as a path: ./{before}) nor a git "
+            f"revision with {relpath} ({shown.stderr.strip()})"
         )
     return shown.stdout
+
+
+def _is_revision(before: str) -> bool:
+    return (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--verify", "-q", f"{before}^{{commit}}"],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
 
 
 def _refuse(message: str) -> NoReturn:
