@@ -110,10 +110,57 @@ def code_at(frame: Frame, source: Source = on_disk) -> str | None:
     text = source(frame.path)
     if text is None:
         return None
-    # The lines as Python numbers them (\n, \r\n or \r), not `splitlines`'s (a form feed).
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _numbered(text)
     line = lines[frame.line - 1] if frame.line <= len(lines) else ""
     return _without_comment(line).strip()
+
+
+def loop_at(frame: Frame, source: Source = on_disk) -> tuple[str, ...]:
+    """The loop a frame's line is in, as `source` has it: the innermost `while` or `for`
+    line above it (within `_LOOP_REACH` lines, less indented; the line itself for a
+    one-line loop, `while w.is_alive(): time.sleep(0.1)`) and that loop's body (up to
+    `_LOOP_REACH` lines), each up to its comment and stripped; () where the line is in no
+    loop so near, or cannot be read. What a sleep loop polls is said there (hungstacks'
+    `_polls_a_thread`): `while w.is_alive():`, or an `if not w.is_alive(): break` in it."""
+    if frame.line < 1:
+        return ()
+    text = source(frame.path)
+    if not text:
+        return ()
+    lines = _numbered(text)
+    if frame.line > len(lines):
+        return ()
+    start, indent = frame.line - 1, _indent(lines[frame.line - 1])
+    while not _LOOP.match(lines[start].strip()):
+        start -= 1
+        # Blank lines and deeper ones (an `if`'s body above the sleep) are the loop's body.
+        while start >= 0 and (not lines[start].strip() or _indent(lines[start]) >= indent):
+            start -= 1
+        if start < 0 or frame.line - 1 - start > _LOOP_REACH or _SCOPE.match(lines[start].strip()):
+            return ()
+        indent = _indent(lines[start])
+    body = [lines[start]]
+    for line in lines[start + 1 : start + 1 + _LOOP_REACH]:
+        if line.strip() and _indent(line) <= _indent(lines[start]):
+            break
+        body.append(line)
+    return tuple(code for line in body if (code := _without_comment(line).strip()))
+
+
+# How far a loop's line may sit above a frame's line, and how much of its body is read.
+_LOOP_REACH = 12
+_LOOP = re.compile(r"(?:async\s+)?(?:while|for)\b")
+_SCOPE = re.compile(r"(?:async\s+)?(?:def|class)\b")
+
+
+def _numbered(text: str) -> list[str]:
+    """The lines of a file's text as Python numbers them (split at LF, CRLF or CR), not
+    `splitlines`'s (a form feed)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
@@ -218,6 +265,7 @@ __all__ = [
     "blocks",
     "code_at",
     "in_file",
+    "loop_at",
     "on_disk",
     "source_at",
     "unread",

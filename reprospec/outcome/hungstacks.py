@@ -31,7 +31,14 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
-from reprospec.outcome.hangsource import Source, blocking_line, code_at, in_file, on_disk
+from reprospec.outcome.hangsource import (
+    Source,
+    blocking_line,
+    code_at,
+    in_file,
+    loop_at,
+    on_disk,
+)
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
 # (`Outcome.hung_in`), so the place read here is the place stored.
@@ -97,8 +104,9 @@ class HungProcess:
     # threads it never joined (threading's `_shutdown`, `frame`): the same wait as a join,
     # `joined` those threads, where the hang sits.
     at_exit: bool = False
-    # The main thread sleeps in a loop (`while w.is_alive(): time.sleep(0.1)`) beside a
-    # thread that waits for good: a join by another name, `joined` the other threads.
+    # The main thread sleeps in a loop that polls a thread (`while w.is_alive():
+    # time.sleep(0.1)`) beside a thread that waits for good: a join by another name,
+    # `joined` the other threads.
     polled: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
@@ -281,10 +289,17 @@ def hung_processes(
         ):
             # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another
             # thread waits for good (a lock, a join, a queue), the hang sits there, not in
-            # the main thread's sleep (`hang in <module> (poll.py:14)` named no stuck thread).
+            # the main thread's sleep (`hang in <module> (poll.py:14)` named no stuck thread);
+            # only where its loop polls a thread (`_polls_a_thread`), not one that sleeps
+            # between its own work beside an idle consumer.
             others = _other_threads(threads, main, string, rank)
             if others and (
-                others[0][0] == first or (rank(others[0]) == 0 and _sleeps(frame, waiting, source))
+                others[0][0] == first
+                or (
+                    rank(others[0]) == 0
+                    and _sleeps(frame, waiting, source)
+                    and _polls_a_thread(frame, source)
+                )
             ):
                 joined, polled = tuple(t[0] for t in others), True
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
@@ -560,6 +575,20 @@ def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
     in `time.sleep` on its own line, or in an Event's or a Condition's wait given a timeout
     (`stop.wait(0.1)`)."""
     return _stuck_rank((frame, tuple(waiting), frame), source) == 2
+
+
+# What a sleep loop asks of the thread it waits for: a thread's `is_alive()`, a future's
+# `done()` or `running()`.
+_POLL = Lazy(r"\.is_alive\s*\(|\.(?:done|running)\s*\(\s*\)")
+
+
+def _polls_a_thread(frame: Frame, source: Source) -> bool:
+    """Whether the loop a main thread sleeps in polls another thread (`while w.is_alive():`,
+    an `if f.done(): break` in it), its lines read from `source` (hangsource's `loop_at`).
+    A main loop that only sleeps between its own work (`while True: q.put(job());
+    time.sleep(1)`) waits for no thread: the idle consumer beside it, blocked in `q.get()`
+    by design, was named the hang (`hang in consumer`, review)."""
+    return any(_POLL.search(line) for line in loop_at(frame, source))
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

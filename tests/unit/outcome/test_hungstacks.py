@@ -680,37 +680,75 @@ def test_a_join_names_a_consumer_polling_with_a_timeout_not_the_heartbeat(
     assert hung_frame(stack) == Frame(str(job), 8, "work")
 
 
+_LIB = "/usr/lib/python3.11"
+# The library frames a thread waits in below its own line: a queue's `get()`, an Event's
+# `wait()` (threading's Condition wait under it).
+_QUEUE_GET = (
+    f'  File "{_LIB}/threading.py", line 327 in wait\n  File "{_LIB}/queue.py", line 171 in get\n'
+)
+_EVENT_WAIT = (
+    f'  File "{_LIB}/threading.py", line 331 in wait\n'
+    f'  File "{_LIB}/threading.py", line 629 in wait\n'
+)
+_POLLS = "while w.is_alive():\n    time.sleep(0.1)"
+
+
 @pytest.mark.parametrize(
-    ("work", "named"),
+    ("work", "below", "loop", "named"),
     [
         # `w` waits for good on a lock: the main thread's sleep loop only waits for it.
-        ("    with lock:", "work"),
+        ("with lock:", "", _POLLS, "work"),
+        ("with lock:", "", "while not f.done(): time.sleep(0.1)", "work"),
+        (
+            "with lock:",
+            "",
+            "while True:\n    if not w.is_alive():\n        break\n\n    time.sleep(0.1)",
+            "work",
+        ),
         # `w` runs (a busy loop): nothing says the hang is there, the main thread's stays.
-        ("    x += 1", "<module>"),
+        ("x += 1", "", _POLLS, "<module>"),
+        # A main loop that sleeps between its own work polls no thread: the idle consumer
+        # beside it, blocked by design, is no hang (it read `hang in work`, review), nor a
+        # watcher's untimed `stop.wait()`.
+        (
+            "q.get()",
+            _QUEUE_GET,
+            "while True:\n    if ready(): q.put(1)\n    time.sleep(1)",
+            "<module>",
+        ),
+        ("stop.wait()", _EVENT_WAIT, "while running:\n    step()\n    time.sleep(0.5)", "<module>"),
+        ("with lock:", "", "def main():\n    step()\n    time.sleep(0.5)", "main"),
     ],
 )
 def test_a_main_thread_that_polls_a_blocked_thread_names_it(
-    tmp_path: Path, work: str, named: str
+    tmp_path: Path, work: str, below: str, loop: str, named: str
 ) -> None:
     job = tmp_path / "job.py"
-    job.write_text(
-        "import threading, time\nlock = threading.Lock()\nlock.acquire()\n"
-        f"def work():\n{work}\n"
+    head = (
+        "import queue, threading, time\nlock = threading.Lock()\nlock.acquire()\n"
+        "q, stop = queue.Queue(), threading.Event()\n"
+        f"def work():\n    {work}\n"
         "w = threading.Thread(target=work)\nw.start()\n"
-        "while w.is_alive():\n    time.sleep(0.1)\n"
     )
+    job.write_text(head + loop + "\n")
+    lines = (head + loop).split("\n")
+    line = next(i for i, text in enumerate(lines, 1) if "sleep(" in text)
+    function = "main" if loop.startswith("def ") else "<module>"
     stack = (
         "--- pid 88 (python job.py) ---\n"
         "Thread 0x1 (most recent call first):\n"
-        f'  File "{job}", line 5 in work\n'
-        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        f"{below}"
+        f'  File "{job}", line 6 in work\n'
+        f'  File "{_LIB}/threading.py", line 1002 in _bootstrap\n\n'
         "Current thread 0x0 (most recent call first):\n"
-        f'  File "{job}", line 9 in <module>\n'
+        f'  File "{job}", line {line} in {function}\n'
+        + (f'  File "{job}", line {len(lines) + 1} in <module>\n' if function == "main" else "")
     )
     frame = hung_frame(stack)
     assert frame is not None
     assert frame.function == named
+    stuck = where_stuck(stack)
+    assert stuck is not None
+    assert stuck.polled == (named == "work")
     if named == "work":
-        stuck = where_stuck(stack)
-        assert stuck is not None
         assert "its main thread waiting for them in a sleep loop in " in stuck.describe()
