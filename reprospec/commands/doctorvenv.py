@@ -50,7 +50,8 @@ def resolve_check(
     default ($REPROSPEC_ENVS, else .reprospec/envs) is not asked: the venv runner reuses it
     as it is, and a version deleted from the index since failed a spec that runs. Once the
     index did not answer, the lists left are not asked either: they share it, and each
-    waited out uv's network timeouts again."""
+    waited out uv's network timeouts again; nor once a list ran past the resolve's timeout
+    (a slow resolve or a silent index, each up to 120 s), said so."""
     from reprospec import venvs
     from reprospec.core.runoptions import DEFAULT_OUT
     from reprospec.venvs.resolve import resolve
@@ -79,8 +80,8 @@ def resolve_check(
     interpreters: dict[str | None, Interpreter | None] = dict(found or {})
     unsatisfiable: list[str] = []
     unknown: list[str] = []
-    unasked = 0  # lists not asked once the index did not answer
-    unreached = False
+    unasked = 0  # lists not asked once the index did not answer, or uv timed out
+    stopped = ""  # why the lists left are not asked
     built = 0
     lists = 0
     for (wanted, packages), cells in groups.items():
@@ -96,7 +97,7 @@ def resolve_check(
         if _built(venvs.EnvRequest(python, packages, index), envs, spec_dir):
             built += 1  # already built: reused as is
             continue
-        if unreached:
+        if stopped:
             unasked += 1
             continue
         answer = resolve(python.path, packages, index, cwd=spec_dir)
@@ -106,11 +107,12 @@ def resolve_check(
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
-            unreached = answer.unreached
+            if answer.unreached:
+                stopped = "the index did not answer"
+            elif answer.timed_out:
+                stopped = "uv pip compile of an earlier list timed out"
     if unasked:
-        unknown.append(
-            f"{plural(unasked, 'other package list')} not checked: the index did not answer"
-        )
+        unknown.append(f"{plural(unasked, 'other package list')} not checked: {stopped}")
     if unsatisfiable:
         return Check(
             "venv-packages",

@@ -46,9 +46,12 @@ class Resolved:
 
     state: Literal["ok", "unsatisfiable", "unknown"]
     said: str = ""
-    # `unknown` because the index did not answer (uv's network words, or a timeout): every
-    # list asked of the same index waits it out again.
+    # `unknown` because the index did not answer (uv's network words): every list asked of
+    # the same index waits it out again.
     unreached: bool = False
+    # `unknown` because uv ran past the timeout: a slow resolve (backtracking over a long
+    # list) as often as a silent index, which is not said of it.
+    timed_out: bool = False
 
 
 def resolve(
@@ -70,7 +73,7 @@ def resolve(
             input="".join(f"{requirement}\n" for requirement in packages),
         )
     except UvTimeout:
-        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", unreached=True)
+        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", timed_out=True)
     except EnvBuildError as exc:  # (uv is not installed)
         return Resolved("unknown", str(exc))
     except OSError as exc:

@@ -87,6 +87,23 @@ def test_once_the_index_did_not_answer_the_other_lists_are_not_asked(
     assert asked == [("six==1",), ("six==2",)]
 
 
+def test_a_list_that_timed_out_is_not_said_to_be_the_index_not_answering(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # A long list's resolve backtracked past 120 s: the small lists after it were "not
+    # checked: the index did not answer", which no network error said.
+    ANSWERS[("big==1",)] = Resolved("unknown", "uv pip compile took over 120s", timed_out=True)
+    check = resolve_check(_needs(("big==1",), ("six==2",), ("six==3",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "warn", check
+    assert asked == [("big==1",)]
+    assert check.why.endswith(
+        "big==1 (in cell v=0): uv pip compile took over 120s; 2 other package lists not "
+        "checked: uv pip compile of an earlier list timed out"
+    ), check.why
+    assert "did not answer" not in check.why
+
+
 def test_without_uv_it_is_said_once(
     asked: list[tuple[str, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

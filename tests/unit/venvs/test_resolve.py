@@ -34,3 +34,6 @@ def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) ->
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig(), timeout_s=5.0)
     assert answer.state == "unknown"
     assert answer.said == "uv pip compile took over 5s"
+    # A slow resolve as often as a silent index: not said to be the index's.
+    assert answer.timed_out
+    assert not answer.unreached
