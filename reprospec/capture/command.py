@@ -78,6 +78,7 @@ from reprospec.capture.writer import (
     check_output,
     comment_key,
     crashed_in,
+    group_expectation,
     message_pattern,
     process_keys,
     rate_bound,
@@ -181,6 +182,10 @@ class Observed:
     # The other failure signatures seen (each an Observed of its own, most common first):
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
     others: tuple[Observed, ...] = ()
+    # An exception group's: the member types every attempt of its failure held (each that
+    # agrees with it, `group_agrees`: which of a TaskGroup's tasks failed first is timing's);
+    # None: no group, or its attempts were not counted (the outcome's own members stand).
+    common_members: frozenset[str] | None = None
 
     @property
     def signature(self) -> str:
@@ -1050,7 +1055,14 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
     def observed(signature: str, count: int) -> Observed:
         chosen = next(o for o in failures if o.signature == signature)
         steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
-        return Observed(chosen, count, len(outcomes), steps=steps)
+        held = [
+            frozenset(m.type for m in o.members)
+            for o in failures
+            if o.members
+            and native.agrees(o.signature, signature, native_unknown=True, across_builds=False)
+        ]
+        common = frozenset.intersection(*held) if chosen.members and held else None
+        return Observed(chosen, count, len(outcomes), steps=steps, common_members=common)
 
     first = observed(*ranked[0])
     # A crash whose native frame went unread is the same crash, not another failure.
@@ -1111,17 +1123,14 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     message = outcome.message
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
-        if outcome.members:
-            # An exception group (every asyncio.TaskGroup failure): its type and message
-            # (`unhandled errors in a TaskGroup (1 sub-exception)`) meet any TaskGroup's
-            # failure; its first member, which the judge meets in any group holding one,
-            # is this bug (as --from-log's).
-            member = outcome.members[0]
-            expect["exception"], message = member.type, member.message
-            comments["exception"] = (
-                f"a member of the {outcome.exception} that ended it, as the judge meets it "
-                "in any group that holds one"
-            )
+        common = observed.common_members
+        group = group_expectation(
+            outcome.exception,
+            outcome.members,
+            frozenset(m.type for m in outcome.members) if common is None else common,
+        )
+        if group is not None:
+            expect["exception"], message, comments["exception"] = group
     elif outcome.kind == "error" and outcome.last_traceback is not None:
         # Printed, then the process exited its own way (a handled exception it logged, a
         # child's under `make`): the judge matches the last traceback printed too.

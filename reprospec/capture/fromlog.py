@@ -35,6 +35,7 @@ from reprospec.capture.writer import (
     axis_for,
     comment_key,
     crashed_in,
+    group_expectation,
     message_pattern,
     process_keys,
     render_spec,
@@ -484,18 +485,13 @@ def _expect(
     if failure.outcome in ("error", "crash") and keys.exception:
         expect["exception"] = keys.exception
         group = failure.chain[-1] if failure.chain else None
-        if group is not None and group.members and group.type == keys.exception:
-            # An exception group (every asyncio.TaskGroup failure): its type and message
-            # (`unhandled errors in a TaskGroup (1 sub-exception)`) meet any TaskGroup's
-            # failure; its first member, which the judge meets in any group holding one,
-            # is this bug.
-            member = group.members[0]
-            expect["exception"] = member.type
-            message = (member.message or "").split("\n")[0].strip() or None
-            comments["exception"] = (
-                f"a member of the log's {group.type}, as the judge meets it in any group "
-                "that holds one"
-            )
+        expected = (
+            group_expectation(group.type, group.members)
+            if group is not None and group.type == keys.exception
+            else None
+        )
+        if expected is not None:  # an exception group: its first member (one attempt)
+            expect["exception"], message, comments["exception"] = expected
     if failure.outcome == "error" and message:
         expect["message"] = message_pattern(message, secrets=secrets)
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
@@ -25,6 +26,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, secret_parts
+from reprospec.core.words import group_member_note
 from reprospec.errors import UsageError
 from reprospec.outcome.tracebacks import headline
 from reprospec.plan.shellwords import is_assignment, script_operand
@@ -396,6 +398,40 @@ def process_keys(
         )
         return ProcessKeys(kept, None, comments, process)
     return ProcessKeys(kept, step, where=process)
+
+
+class _Member(Protocol):
+    """An exception group's member as either side holds it (a result's `GroupMember`, a
+    log's `PythonException`)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def message(self) -> str | None: ...
+
+
+def group_expectation(
+    group: str, members: Sequence[_Member], common: Collection[str] | None = None
+) -> tuple[str, str | None, str] | None:
+    """`expect`'s exception, message and comment for an exception group (every
+    asyncio.TaskGroup failure), by one rule for a command capture ran and a ticket's log;
+    None where it holds no member read. The group's own type and message (`unhandled
+    errors in a TaskGroup (1 sub-exception)`) meet any TaskGroup's failure; a member, which
+    the judge meets in any group holding one, is this bug. Which of a TaskGroup's tasks
+    failed before it was cancelled is timing's (one gave `[KeyError,ValueError]`,
+    `[ValueError]` and `[KeyError]`), so a live capture passes `common`, the member types
+    every attempt of the failure held: the first of them by name, or, where none is in all,
+    the group's type and no message. None: a log's one attempt, its first member to fail."""
+    if not members:
+        return None
+    if common is None:
+        first = members[0]
+        return first.type, (first.message or "").strip() or None, group_member_note(group, "first")
+    if not common:
+        return group, None, group_member_note(group, "none")
+    chosen = min(common)
+    message = next((m.message for m in members if m.type == chosen), None)
+    return chosen, (message or "").strip() or None, group_member_note(group, "common")
 
 
 def comment_key(key: str, expect: Mapping[str, object]) -> str:

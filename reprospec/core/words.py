@@ -345,6 +345,28 @@ def threads_died(count: int, types: Sequence[str]) -> str:
 THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception ends no process"
 
 
+_MET_IN_ANY_GROUP = "as the judge meets it in any group that holds one"
+
+
+def group_member_note(group: str, member: Literal["common", "first", "none"]) -> str:
+    """A captured spec's comment on `expect.exception` for an exception group (every
+    asyncio.TaskGroup failure) expected by a member (capture/writer.group_expectation):
+    `common`, one every attempt of it held (a live capture); `first`, a log's first member
+    to fail (its one attempt), which timing may change; `none`, the attempts held no
+    member in common, so the group's type is expected alone."""
+    if member == "common":
+        return (
+            f"a member of the {group} that ended it, held by every attempt of it, "
+            + _MET_IN_ANY_GROUP
+        )
+    if member == "first":
+        return (
+            f"a member of the log's {group}, the first to fail, {_MET_IN_ANY_GROUP}; "
+            "which member fails first can vary from run to run"
+        )
+    return f"the {group}'s members varied from attempt to attempt, none in all: its type alone"
+
+
 # A hang the program timed out itself (outcome/watchdog.py): classify.py's detail, and
 # capture/ticket.py's evidence of the same dump in a log.
 WATCHDOG_ENDED_IT = (

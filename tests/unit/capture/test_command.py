@@ -15,6 +15,7 @@ from reprospec.capture.command import (
     tidied_paths,
     without_pids,
 )
+from reprospec.core.results import AttemptResult
 
 
 def test_the_spec_written_is_shown_as_typed_here_unless_far_away(
@@ -351,3 +352,40 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
     expect, comments = expectation(Observed(group, 1, 1))
     assert (expect["exception"], expect["message"]) == ("ValueError", r"boom \d+")
     assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
+
+
+def _group_failure(number: int, *members: str) -> AttemptResult:
+    from reprospec.core.results import GroupMember, Outcome, group_named
+
+    outcome = Outcome(
+        "error",
+        exit_code=1,
+        exception="ExceptionGroup",
+        message=f"unhandled errors in a TaskGroup ({len(members)} sub-exceptions)",
+        signature=f"error:{group_named('ExceptionGroup', [GroupMember(m) for m in members])}",
+        members=tuple(GroupMember(m, f"{m.lower()} 7") for m in members),
+    )
+    return AttemptResult(
+        attempt=number, duration_s=0.1, outcome=outcome, matched=False, mismatches=(), logs=""
+    )
+
+
+def test_a_task_groups_member_is_one_every_attempt_of_it_held() -> None:
+    # Which task failed first is timing's: the first member of the most common attempt
+    # (`[KeyError,ValueError]`, KeyError first) was written, and missed the `[ValueError]`
+    # attempts that verify, minimize and isolate count as this failure.
+    from reprospec.capture.command import expectation, observe
+
+    seen = [
+        _group_failure(1, "KeyError", "ValueError"),
+        _group_failure(2, "KeyError", "ValueError"),
+        _group_failure(3, "ValueError"),
+    ]
+    expect, comments = expectation(observe(seen))
+    assert (expect["exception"], expect["message"]) == ("ValueError", r"valueerror \d+")
+    assert "held by every attempt of it" in comments["exception"]
+    # No member in all of them: the group's type alone, and no message.
+    expect, comments = expectation(observe([*seen, _group_failure(4, "KeyError")]))
+    assert expect["exception"] == "ExceptionGroup"
+    assert "message" not in expect
+    assert "none in all" in comments["exception"]
