@@ -672,7 +672,8 @@ def _same_line(found: Minimized) -> str:
     printed = ", ".join(same.original_exceptions) or "none"
     rounds = plural(same.passing_relooked_rounds, "round")
     how = {
-        "": "as often as a candidate's",
+        # A candidate's passes then: `passing_needed` moves with p, and later ones may ask more.
+        "": f"{rounds}, as often as a candidate's then",
         "printed": f"{rounds}, until they printed it too",
         "budget": f"{rounds}, cut short by the budget",
     }[same.passing_relooked_stopped]

@@ -350,9 +350,9 @@ class SameFailure:
     new_passing_rejected: int = 0
     new_passing_exceptions: tuple[str, ...] = ()
     # The attempts of the original's passing cells run again (`_relook`; in the budget),
-    # their rounds, and why they stopped short of a candidate's `passing_needed`: ""
-    # (they did not: as often as a candidate's, or none ran), "printed" (the original's
-    # printed the type too) or "budget" (the budget had no room for the rest).
+    # their rounds, and why they stopped short of a candidate's `passing_needed` as they
+    # began: "" (they did not: as often as a candidate's then, or none ran), "printed" (the
+    # original's printed the type too) or "budget" (the budget had no room for the rest).
     passing_relooked: int = 0
     passing_relooked_rounds: int = 0
     passing_relooked_stopped: Literal["", "printed", "budget"] = ""

@@ -1587,7 +1587,9 @@ def test_the_rounds_of_the_original_s_passing_cells_are_said_as_they_went() -> N
     assert whole.same_failure is not None
     assert whole.same_failure.passing_relooked_rounds == 5
     assert whole.same_failure.passing_relooked_stopped == ""
-    assert "ran again (10 attempts, in the budget), as often as a candidate's" in said(whole)
+    assert (
+        "ran again (10 attempts, in the budget), 5 rounds, as often as a candidate's then, at"
+    ) in said(whole)
     least = _final_strays(1000, lambda _: 0).attempts + 1
     cut = _final_strays(least + 4, lambda n: n == 1, original_prints=False)
     assert cut.same_failure is not None
@@ -1625,6 +1627,9 @@ def test_the_rounds_of_the_original_s_passing_cells_are_weighed_as_many_as_asked
     assert result.same_failure.passing_relooked_rounds == 5  # a candidate's passes then
     assert search.passing_needed() == 6  # p fell after them
     assert result.same_failure.passing_relooked_stopped == ""
+    # Said as what ran, 5 rounds, not as often as a candidate's now (6) (review).
+    line = _same_line(cast(Minimized, SimpleNamespace(result=result)))
+    assert "in the budget), 5 rounds, as often as a candidate's then, at" in line, line
     verdicts = {j.key: j.verdict for j in result.judged}
     assert verdicts[late.key] == "fails"
     # The original's cells ran as often as a candidate's without printing it: one print is
