@@ -705,6 +705,17 @@ _POLLS = "while w.is_alive():\n    time.sleep(0.1)"
             "while True:\n    if not w.is_alive():\n        break\n\n    time.sleep(0.1)",
             "work",
         ),
+        # The main thread's sleep an Event's wait given a timeout (threading's frames below
+        # its line): it wakes, as a sleep does; with none it waits for good, its own hang.
+        (
+            "with lock:",
+            "",
+            "while not stop.wait(0.1):\n    if not w.is_alive():\n        break",
+            "work",
+        ),
+        ("with lock:", "", "while w.is_alive() and not stop.wait(timeout=0.1): pass", "work"),
+        ("with lock:", "", "while not stop.wait(0.1):\n    print('tick')", "<module>"),
+        ("with lock:", "", "while w.is_alive():\n    stop.wait()", "<module>"),
         # `w` runs (a busy loop): nothing says the hang is there, the main thread's stays.
         ("x += 1", "", _POLLS, "<module>"),
         # A main loop that sleeps between its own work polls no thread: the idle consumer
@@ -732,8 +743,10 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
     )
     job.write_text(head + loop + "\n")
     lines = (head + loop).split("\n")
-    line = next(i for i, text in enumerate(lines, 1) if "sleep(" in text)
+    line = next(i for i, text in enumerate(lines, 1) if "sleep(" in text or "stop.wait(" in text)
     function = "main" if loop.startswith("def ") else "<module>"
+    # An Event's wait: threading's frames below the main thread's line.
+    waits = _EVENT_WAIT if "stop.wait(" in lines[line - 1] else ""
     stack = (
         "--- pid 88 (python job.py) ---\n"
         "Thread 0x1 (most recent call first):\n"
@@ -741,6 +754,7 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
         f'  File "{job}", line 6 in work\n'
         f'  File "{_LIB}/threading.py", line 1002 in _bootstrap\n\n'
         "Current thread 0x0 (most recent call first):\n"
+        f"{waits}"
         f'  File "{job}", line {line} in {function}\n'
         + (f'  File "{job}", line {len(lines) + 1} in <module>\n' if function == "main" else "")
     )
