@@ -292,10 +292,11 @@ def run_uv(
         raise UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
 
-def pip_args(python: str, index: IndexConfig, exclude_newer: str | None = None) -> list[str]:
+def uv_pip_args(python: str, index: IndexConfig, exclude_newer: str | None = None) -> list[str]:
     """The options of a `uv pip` command that decide what it installs: the target
     interpreter, the index, the upload cutoff (`uv pip install`'s of a build, and `uv pip
-    compile`'s of doctor's check, venvs/resolve.py, which must resolve alike)."""
+    compile`'s of doctor's check, venvs/resolve.py, which must resolve alike). uv's own
+    options, where `IndexConfig.pip_args` are pip's, translated from them."""
     args = ["--python", python, *index.uv_args()]
     return [*args, "--exclude-newer", exclude_newer] if exclude_newer else args
 
@@ -694,7 +695,7 @@ def _install(
     lock_fd: int,
 ) -> None:
     args = [uv_binary(), "pip", "install"]
-    args += [*pip_args(str(python), request.index, request.exclude_newer), *request.packages]
+    args += [*uv_pip_args(str(python), request.index, request.exclude_newer), *request.packages]
     # uv's lines (resolved, downloading, installed) go to the progress display as they come,
     # until its `error:` line: what follows is the failure's report (a failed build's whole
     # output, some 70 lines of a setup.py's traceback), which the error's one line sums up

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
-from reprospec.venvs.build import EnvBuildError, UvTimeout, pip_args, run_uv, uv_error
+from reprospec.venvs.build import EnvBuildError, UvTimeout, run_uv, uv_error, uv_pip_args
 from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
@@ -63,11 +63,11 @@ def resolve(
     timeout_s: float = RESOLVE_TIMEOUT_S,
 ) -> Resolved:
     """Whether `packages` resolve for interpreter `python` from `index` (build._install's
-    options, `pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
+    options, `uv_pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
     Without uv, `unknown`, saying why (EnvBuildError's words)."""
     try:
         done = run_uv(
-            ["pip", "compile", "-", "--quiet", "--no-header", *pip_args(python, index)],
+            ["pip", "compile", "-", "--quiet", "--no-header", *uv_pip_args(python, index)],
             timeout=timeout_s,
             cwd=cwd,
             input="".join(f"{requirement}\n" for requirement in packages),
