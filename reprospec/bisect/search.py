@@ -584,8 +584,12 @@ def _likeliest(post: Sequence[float]) -> int:
     return max(range(len(post)), key=post.__getitem__)
 
 
-# The stop's models over the search's attempts: SpreadRate's and AssumedRate's counts.
-_Stops = tuple[_Counts, _Counts]
+@frozen
+class _Stops:
+    """The stop's models over the search's attempts (the same lists as the search's)."""
+
+    spread: _Counts  # SpreadRate's
+    assumed: _Counts  # AssumedRate's
 
 
 def _posteriors(
@@ -598,10 +602,10 @@ def _posteriors(
     guess and `_result`."""
     if not needed and post[best] < 1 - error:
         return (post,)
-    spread = stops[0].posterior()
+    spread = stops.spread.posterior()
     if not needed and spread[best] < 1 - error:
         return (post, spread)
-    return (post, spread, stops[1].posterior())
+    return (post, spread, stops.assumed.posterior())
 
 
 def _probability(posts: Sequence[Sequence[float]], best: int) -> float:
@@ -789,9 +793,9 @@ def bisect(
             model,
         )
         # The same lists: the stop's models see exactly the attempts the posterior saw.
-        stops = (
-            _Counts(counts.fails, counts.cleans, spread),
-            _Counts(counts.fails, counts.cleans, alone),
+        stops = _Stops(
+            spread=_Counts(counts.fails, counts.cleans, spread),
+            assumed=_Counts(counts.fails, counts.cleans, alone),
         )
         post = counts.posterior()
         best = _likeliest(post)
