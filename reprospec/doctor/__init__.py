@@ -129,10 +129,10 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     (the venv runner's are `_of_the_venvs`'), where the spec's packages name torch: skipped,
     saying the runner installs them into each cell's image. Not in a Dockerfile's image,
     into which the docker runner installs nothing: skipped there as if it would."""
-    from reprospec.doctor.check import Check
+    from reprospec.doctor.check import NO_TORCH, Check
     from reprospec.environment.packages import requirements_naming
 
-    if check.name != "torch" or _this_torch(env) != _NO_TORCH:
+    if check.name != "torch" or _this_torch(env) != NO_TORCH:
         return check
     if needs.runner == "docker" and needs.dockerfile:
         return check
@@ -142,23 +142,21 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     return Check(
         "torch",
         "skipped",
-        f"{_NO_TORCH}; the {needs.runner} runner installs the spec's {', '.join(named)} for "
+        f"{NO_TORCH}; the {needs.runner} runner installs the spec's {', '.join(named)} for "
         "each cell",
     )
 
 
-_NO_TORCH = "torch is not installed in this interpreter"
-
-
 def _this_torch(env: Captured) -> str:
-    """The captured interpreter's torch, in words: `_NO_TORCH`, `this interpreter's torch is
+    """The captured interpreter's torch, in words: `NO_TORCH`, `this interpreter's torch is
     2.5.1`, or that it was not captured."""
+    from reprospec.doctor.check import NO_TORCH
     from reprospec.environment.captured import section
 
     torch = section(env, "torch")
     version = torch.get("version")
     if torch.get("installed") is False:
-        return _NO_TORCH
+        return NO_TORCH
     if isinstance(version, str) and version:
         return f"this interpreter's torch is {version}"
     return "this interpreter's torch was not captured"

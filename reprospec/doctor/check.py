@@ -17,6 +17,9 @@ from reprospec.environment.captured import Captured, section, whole
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
+# The torch check's why where the captured interpreter has no torch (machine.check_torch),
+# which the runner's rewording of that check compares against (doctor._installed_by_runner).
+NO_TORCH = "torch is not installed in this interpreter"
 
 
 @frozen

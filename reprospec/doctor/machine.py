@@ -13,6 +13,7 @@ from reprospec.core.runoptions import parse_gpu_list, slots_said
 from reprospec.core.words import plural
 from reprospec.doctor.check import (
     NO_GPU,
+    NO_TORCH,
     Check,
     Status,
     gpus,
@@ -58,7 +59,7 @@ def check_torch(env: Captured, numpy_used: bool = True) -> Check:
         return Check(
             "torch",
             "fail",
-            "torch is not installed in this interpreter",
+            NO_TORCH,
             "pip install torch (CI: pip install torch==2.13.0)",
         )
     if torch.get("error"):
