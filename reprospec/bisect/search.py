@@ -892,7 +892,9 @@ def _result(
 ) -> BisectResult:
     # P(first bad is after this version) = the sum of the posterior above it, the lowest
     # of the posteriors given (the search's and the stop's models'): a version is judged
-    # good only where the answer's stop would hold it so.
+    # good where that is at least 1 - error under each of them (cli.md's rule). The stop
+    # asks more of its answer alone, 1 - ASSUMED_SHARE x error under AssumedRate's, so a
+    # version at 0.995-0.996 there is "good" though the stop would not hold it so.
     p_after: dict[str, float] = {}
     for post in posts:
         running = 0.0
