@@ -830,6 +830,15 @@ NOT_PYTHON = "[not Python]"
 # hang sits in it (`python daemon.py; sleep 100` hangs in the shell's sleep).
 LEFT_THE_TREE = "[left the tree]"
 
+# What a hung process's main thread does where the hang sits in other threads of it (the
+# report's where-line, `pid 4200's threads were in t.py:6 in one, its main thread joining
+# them in t.py:16 in <module>`): joins them, polls them in a sleep loop (`while
+# w.is_alive(): time.sleep(0.1)`), or has left the program's code and waits at exit for
+# threads it never joined (threading's `_shutdown`).
+MAIN_THREAD_JOINING = "joining them"
+MAIN_THREAD_POLLING = "waiting for them in a sleep loop"
+MAIN_THREAD_AT_EXIT = "waiting at exit for them, never joined"
+
 
 def stacks_omitted(count: int) -> str:
     """The line a stacks file ends in where its size budget ran out with `count` processes
@@ -884,6 +893,9 @@ def shorten_command(text: str, width: int) -> str:
 
 __all__ = [
     "COULD_NOT_RUN",
+    "MAIN_THREAD_AT_EXIT",
+    "MAIN_THREAD_JOINING",
+    "MAIN_THREAD_POLLING",
     "NOTHING_KEPT",
     "NOT_PYTHON",
     "NOT_RUN",

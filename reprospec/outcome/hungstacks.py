@@ -30,7 +30,13 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
-from reprospec.core.words import LEFT_THE_TREE, NOT_PYTHON
+from reprospec.core.words import (
+    LEFT_THE_TREE,
+    MAIN_THREAD_AT_EXIT,
+    MAIN_THREAD_JOINING,
+    MAIN_THREAD_POLLING,
+    NOT_PYTHON,
+)
 from reprospec.outcome.hangsource import (
     Source,
     blocking_line,
@@ -122,15 +128,15 @@ class HungProcess:
             return who + doing
         if doing:
             return f"{who}{doing}, in {frame(self.frame.text())}"
-        if self.joined and self.at_exit:
-            threads = ", ".join(frame(f.text()) for f in self.joined)
-            return (
-                f"{who}'s threads were in {threads}, its main thread waiting at exit for "
-                f"them, never joined, in {frame(self.frame.text())}"
-            )
         if self.joined:
             threads = ", ".join(frame(f.text()) for f in self.joined)
-            doing = "waiting for them in a sleep loop" if self.polled else "joining them"
+            doing = (
+                f"{MAIN_THREAD_AT_EXIT},"
+                if self.at_exit
+                else MAIN_THREAD_POLLING
+                if self.polled
+                else MAIN_THREAD_JOINING
+            )
             return (
                 f"{who}'s threads were in {threads}, its main thread {doing} in "
                 f"{frame(self.frame.text())}"
