@@ -319,8 +319,11 @@ def _interpreter(
         of_path.setdefault(interpreter.path, []).append((request, cells))
     # Counted once grouped: two pythons of one interpreter (`3.11`, `3.11.7`) are one, whose
     # label named every cell of the matrix (`python 3.11 and 3.11.7 (cells py=3.11,
-    # py=3.11.7)`), the noise a single interpreter's check is spared.
-    several = len(of_path) + len(not_here) > 1
+    # py=3.11.7)`), the noise a single interpreter's check is spared. Cells that name no
+    # python count as one more (built on reprospec's own): beside them the one found is
+    # not every cell's, and its label "" made `_uncaptured` say "every workload cell".
+    unnamed = any(p is None for p, _ in needs.pythons)
+    several = len(of_path) + len(not_here) + unnamed > 1
     # (no cell ids given: nothing to name, where it said "(cells )")
     missing = [
         f"{why} ({named_cells(cells)})" if cells and several else why for why, cells in not_here
@@ -337,7 +340,7 @@ def _interpreter(
         found.append(_Interpreter(path, whose, checked, f"python {said}{of}" if several else ""))
     # Cells that name no python are built on reprospec's own: not every cell is of those
     # missing, even where none is found.
-    some = bool(found) or any(p is None for p, _ in needs.pythons)
+    some = bool(found) or unnamed
     base = (
         Check(
             "venv-python",

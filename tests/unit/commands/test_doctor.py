@@ -85,3 +85,20 @@ def test_none_of_the_pythons_here_says_whose_the_checked_interpreter_is(
     assert base is not None
     assert base.status == "fail"
     assert "none of the spec's pythons being here" in interpreters[0].whose, interpreters[0].whose
+
+
+def test_cells_that_name_no_python_make_the_one_found_name_its_cells(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `py: [3.11, 3.11.7, null]`: the null cell is built on reprospec's own interpreter, but
+    # the one found was labelled "", and `_uncaptured` said "every workload cell is an infra
+    # error" where it could not be captured.
+    found = {"3.11": "/py/3.11", "3.11.7": "/py/3.11"}
+    monkeypatch.setattr(build, "find_interpreter", _search(found))
+    pythons = (("3.11", ("py=3.11",)), ("3.11.7", ("py=3.11.7",)), (None, ("py=none",)))
+    needs = doctor.Needs(python="3.11", pythons=pythons, runner="venv")
+    interpreters, base = command._interpreter(None, needs)
+    assert base is None
+    assert [each.path for each in interpreters] == ["/py/3.11"]
+    label = interpreters[0].label
+    assert label == "python 3.11 and 3.11.7 (cells py=3.11, py=3.11.7)", label
