@@ -354,10 +354,14 @@ def _interpreter(
     )
     if not found:
         # No interpreter of it to compare: said by `base`. The header said a bare path, read
-        # as what the cells run, where it is only the base of the cells that name no python.
+        # as what the cells run, where it is only the base of the cells that name no python,
+        # and where there are none of those (not `some`), of no cell at all.
         whose = (
             " (reprospec's own, none of the spec's pythons being here: the venv runner builds "
             "on it only the cells that name no python)"
+            if some
+            else " (reprospec's own, none of the spec's pythons being here: no cell is built "
+            "on it; checked for the machine alone)"
         )
         return [_Interpreter(sys.executable, whose, replace(needs, python=None, pythons=()))], base
     return found, base

@@ -84,7 +84,21 @@ def test_none_of_the_pythons_here_says_whose_the_checked_interpreter_is(
     interpreters, base = command._interpreter(None, needs)
     assert base is not None
     assert base.status == "fail"
-    assert "none of the spec's pythons being here" in interpreters[0].whose, interpreters[0].whose
+    whose = interpreters[0].whose
+    assert "none of the spec's pythons being here" in whose, whose
+    # No cell names no python: none is built on it, where it said "builds on it only the
+    # cells that name no python" beside venv-python's "every cell would be an infra error".
+    assert "no cell is built on it; checked for the machine alone" in whose, whose
+
+
+def test_none_of_the_pythons_here_beside_cells_that_name_none_says_those_are_built_on_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(build, "find_interpreter", _search({}))
+    needs = doctor.Needs(python="3.9", pythons=(("3.9", ("b",)), (None, ("a",))), runner="venv")
+    interpreters, _ = command._interpreter(None, needs)
+    whose = interpreters[0].whose
+    assert "builds on it only the cells that name no python" in whose, whose
 
 
 def test_cells_that_name_no_python_make_the_one_found_name_its_cells(
