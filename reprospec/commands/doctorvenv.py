@@ -9,7 +9,6 @@ built here; an index that does not answer is said as not checked, never as a fai
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,7 @@ from reprospec.doctor import Check, Needs
 from reprospec.doctor.needs import named_cells
 
 if TYPE_CHECKING:
-    from reprospec.venvs import EnvRequest, Interpreter
+    from reprospec.venvs import IndexConfig, Interpreter
 
 _UNSATISFIABLE_TODO = (
     "name versions the index has (`uv pip compile` of the same list says which is missing), "
@@ -94,7 +93,7 @@ def resolve_check(
         if python is None:
             continue
         lists += 1
-        if _built(venvs.EnvRequest(python, packages, index), envs, spec_dir):
+        if _built(python, packages, index, envs, spec_dir):
             built += 1  # already built: reused as is
             continue
         if stopped:
@@ -146,18 +145,21 @@ def resolve_check(
     )
 
 
-def _built(request: EnvRequest, envs: Path, spec_dir: Path) -> bool:
-    """Whether `request`'s environment (its path entries keyed as the run keys them, read
-    from `spec_dir`) is built in `envs` and intact, which the venv runner reuses as it is.
-    False where its path entries cannot be read (the run says why: uv is asked here)."""
+def _built(
+    python: Interpreter, packages: tuple[str, ...], index: IndexConfig, envs: Path, spec_dir: Path
+) -> bool:
+    """Whether the environment of `packages` on `python` from `index`, keyed as the run keys
+    it (`venvs.request_for`, read from `spec_dir`), is built in `envs` and intact, which the
+    venv runner reuses as it is. False where its path entries cannot be read (the run says
+    why: uv is asked here)."""
     from reprospec import venvs
     from reprospec.errors import InfraError
 
     try:
-        sources = venvs.local_sources(request.packages, spec_dir, _quiet)
+        request = venvs.request_for(python, packages, index, cwd=spec_dir, warn=_quiet)
     except InfraError:
         return False
-    return venvs.intact_meta(envs / replace(request, sources=sources).key()) is not None
+    return venvs.intact_meta(envs / request.key()) is not None
 
 
 def _quiet(_: str) -> None:

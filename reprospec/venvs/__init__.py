@@ -34,6 +34,7 @@ from reprospec.venvs.build import (
     intact_meta,
     local_sources,
     read_meta,
+    request_for,
     shared_envs,
     uv_binary,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "local_sources",
     "prune_envs",
     "read_meta",
+    "request_for",
     "shared_envs",
     "summarize",
     "sweep_unfinished",

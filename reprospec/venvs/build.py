@@ -802,12 +802,35 @@ def env_request(
     uv runs, which a relative path entry is read from (`local_sources`); `warn`: what it
     says of a folder keyed in part (`local_sources`).
     """
-    return EnvRequest(
-        python=find_interpreter(python or environment.python),
-        packages=environment.packages,
-        index=index if index is not None else user_index_config(),
+    return request_for(
+        find_interpreter(python or environment.python),
+        environment.packages,
+        index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,
-        sources=local_sources(environment.packages, cwd or Path.cwd(), warn),
+        cwd=cwd,
+        warn=warn,
+    )
+
+
+def request_for(
+    python: Interpreter,
+    packages: tuple[str, ...],
+    index: IndexConfig,
+    *,
+    exclude_newer: str | None = None,
+    cwd: Path | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> EnvRequest:
+    """The request of `packages` on `python` from `index`, keyed as a run keys it: its path
+    entries read from `cwd` (else the current folder), `warn` told of a folder keyed in part
+    (`local_sources`, which raises InfraError of an entry it cannot read). `env_request`'s,
+    and doctor's of an environment built already (commands/doctorvenv.py), alike."""
+    return EnvRequest(
+        python=python,
+        packages=packages,
+        index=index,
+        exclude_newer=exclude_newer,
+        sources=local_sources(packages, cwd or Path.cwd(), warn),
     )
 
 
