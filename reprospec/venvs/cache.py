@@ -186,27 +186,36 @@ def prune_envs(
             # A link to an environment elsewhere: the rename below moved the link alone into
             # .tmp, where rmtree (which refuses a link) and every later sweep left it, and its
             # target's size was said freed. The link goes; the target is never touched.
-            if not dry_run:
-                with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:
-                    if not alone:
-                        continue
-                    env.path.unlink(missing_ok=True)
-            removed.append(replace(env, size_bytes=0))
-            continue
+            env = replace(env, size_bytes=0)
         if not dry_run:
             with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:
                 if not alone:
                     continue  # a run took it up since it was listed
-                trash = root / TMP / f"{env.key}-pruned-{os.getpid()}"
-                trash.parent.mkdir(parents=True, exist_ok=True)
-                env.path.rename(trash)  # gone at once for readers; deleted after
-                shutil.rmtree(trash, ignore_errors=True)
+                if not _as_listed(env):
+                    continue  # changed since it was listed: a later prune sees it as it is
+                if env.linked_to:
+                    env.path.unlink()
+                else:
+                    trash = root / TMP / f"{env.key}-pruned-{os.getpid()}"
+                    trash.parent.mkdir(parents=True, exist_ok=True)
+                    env.path.rename(trash)  # gone at once for readers; deleted after
+                    shutil.rmtree(trash, ignore_errors=True)
         removed.append(env)
     if not dry_run:
         # The lock files no run holds: each goes with its last holder now, but an earlier
         # version left one per environment ever built, and a killed run leaves its own.
         sweep_free(root / LOCKS)
     return removed
+
+
+def _as_listed(env: EnvInfo) -> bool:
+    """Whether `env`'s path is still what it was listed as (a link, or a folder), read under
+    its build lock: `listed` is read before, and a run may have built the environment over
+    the link since (`build._build`), where unlinking the folder raised IsADirectoryError, or
+    another prune removed it, where the rename raised FileNotFoundError, a traceback each."""
+    if env.linked_to:
+        return env.path.is_symlink()
+    return env.path.is_dir() and not env.path.is_symlink()
 
 
 def kept_in_use(

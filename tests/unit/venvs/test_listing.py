@@ -93,3 +93,31 @@ def test_prune_of_a_link_removes_the_link_alone_and_frees_nothing(tmp_path: Path
     assert (whole / "big").stat().st_size == 10_000
     assert not (root / ".tmp").exists() or not any((root / ".tmp").iterdir())
     assert venvs.sweep_unfinished(root) == []
+
+
+def test_prune_leaves_a_link_that_a_run_built_over_since_it_was_listed(tmp_path: Path) -> None:
+    """`envs prune` lists, then prunes: a run that built the environment over the link in
+    between (build._build, under the same build lock) made the link's `unlink` meet a
+    folder, an IsADirectoryError traceback. It is left, to a later prune that sees it."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    whole = _environment(tmp_path / "elsewhere" / "whole", meta)
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "0123456789abcdef").symlink_to(whole)
+    listed = venvs.list_envs(root)
+    (root / "0123456789abcdef").unlink()
+    _environment(root / "0123456789abcdef", meta)
+    assert venvs.prune_envs(root, listed=listed) == []
+    assert (root / "0123456789abcdef" / venvs.META).is_file()
+    assert (whole / venvs.META).is_file()
+
+
+def test_prune_passes_over_an_environment_gone_since_it_was_listed(tmp_path: Path) -> None:
+    """Another prune removed it between this one's listing and its turn: the rename raised
+    FileNotFoundError, a traceback. Gone already, it is not said removed by this one."""
+    root = tmp_path / "envs"
+    _environment(root / "0123456789abcdef", json.dumps({"request": {}}))
+    listed = venvs.list_envs(root)
+    [removed] = venvs.prune_envs(root)
+    assert removed.key == "0123456789abcdef"
+    assert venvs.prune_envs(root, listed=listed) == []
