@@ -18,6 +18,7 @@ from reprospec.core.results import (
     ChainLink,
     GroupMember,
     Outcome,
+    RunResult,
     group_agrees,
     group_named,
     split_group,
@@ -460,3 +461,31 @@ def test_a_pytest_tests_group_in_its_chain_keeps_its_members(tmp_path: Path) -> 
     assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
     assert judge_attempt(outcome, Expectation("error", exception="RuntimeError")).matched
     assert not judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
+
+
+def _group_run(*members: str) -> RunResult:
+    """error_run with its failing cell's attempt an exception group of `members`."""
+    from dataclasses import replace
+
+    from tests.support.runs import error_run
+
+    run = error_run()
+    cell = run.cells[1]
+    attempt = cell.attempts[0]
+    assert attempt.ran is not None
+    named = group_named("ExceptionGroup", [GroupMember(m) for m in members])
+    ran = replace(attempt.ran, exception="ExceptionGroup", signature=f"error:{named}:train")
+    cells = (run.cells[0], replace(cell, attempts=(replace(attempt, outcome=ran),)))
+    return replace(run, cells=cells)
+
+
+def test_compare_counts_one_groups_members_among_the_others_as_no_changed_outcome() -> None:
+    # No test reached compare with group signatures: dropping `group_agrees` from its
+    # `_same_outcomes` failed none.
+    from reprospec.store.compare import compare
+
+    some, both = _group_run("ValueError"), _group_run("KeyError", "ValueError")
+    assert compare(some, both)["cells"] == []
+    assert compare(both, some)["cells"] == []
+    changed = compare(_group_run("KeyError"), some)["cells"]
+    assert [row["change"] for row in changed] == ["outcome changed"]
