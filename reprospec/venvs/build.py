@@ -633,8 +633,10 @@ def _build(
         if final.is_symlink():
             # A link to an environment kept elsewhere whose description cannot be read, or
             # whose packages changed: rmtree refused it (a bare OSError, no infra error). The
-            # link alone goes; its target is never built over, nor removed.
-            say("check", f"{final} is a link to {final.readlink()}: removing the link alone")
+            # link alone goes; its target is never built over, nor removed. Said resolved:
+            # a relative link's own target is relative to the environments folder.
+            target = os.path.realpath(final)
+            say("check", f"{final} is a link to {target}: removing the link alone")
             final.unlink()
         elif final.exists():  # a folder without its description: a torn copy, never used
             shutil.rmtree(final)

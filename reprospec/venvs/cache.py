@@ -61,8 +61,10 @@ class EnvInfo:
     # alone is gone (the interpreter uninstalled): they say what to reinstall. Its size,
     # uses and lock are read as any other's.
     unreadable: str = ""
-    # Where a link in the environments folder points ("": no link): prune removes the link
-    # alone, never its target, and frees nothing (its size is the target's).
+    # Where a link in the environments folder points ("": no link), resolved (`realpath`:
+    # the link's own target, `../shared/KEY`, is relative to the environments folder, not
+    # to where the user reads it): prune removes the link alone, never its target, and
+    # frees nothing (its size is the target's). Its JSON key is `linked_to`.
     linked_to: str = ""
 
     def to_dict(self) -> JsonObject:
@@ -81,6 +83,7 @@ class EnvInfo:
             "sources": list(self.sources),
             "exclude_newer": self.cutoff or None,
             "unreadable": self.unreadable or None,
+            "linked_to": self.linked_to or None,
         }
 
     def holds(self) -> str:
@@ -143,7 +146,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 ),
                 cutoff=cutoff_of(request) or "",
                 unreadable=unreadable,
-                linked_to=str(folder.readlink()) if folder.is_symlink() else "",
+                linked_to=os.path.realpath(folder) if folder.is_symlink() else "",
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)

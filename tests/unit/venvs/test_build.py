@@ -399,3 +399,30 @@ def test_a_link_to_an_environment_to_build_again_is_removed_not_its_target(
     assert not (root / request.key()).is_symlink()
     assert (target / build.META).read_text() == "{bad"
     assert any("removing the link alone" in line for line in said), said
+
+
+def test_a_relative_link_to_build_again_is_said_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link made `ln -s ../elsewhere KEY` was said `is a link to ../elsewhere`, a path
+    relative to the environments folder, not to where the user reads it."""
+    import subprocess
+
+    from reprospec.venvs import build
+
+    def failing(*_: object, **__: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], 1, "", "error: stubbed")
+
+    monkeypatch.setattr(build, "run_uv", failing)
+    request = _request((), tmp_path)
+    target = tmp_path / "elsewhere"
+    (target / "bin").mkdir(parents=True)
+    (target / build.META).write_text("{bad")
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / request.key()).symlink_to(Path("..") / "elsewhere")
+    said: list[str] = []
+    with pytest.raises(EnvBuildError):
+        build.ensure_env(request, root, progress=lambda p: said.append(p.message))
+    resolved = os.path.realpath(target)
+    assert any(f"is a link to {resolved}: removing" in line for line in said), said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from reprospec import venvs
@@ -82,13 +83,13 @@ def test_prune_of_a_link_removes_the_link_alone_and_frees_nothing(tmp_path: Path
     root.mkdir()
     (root / "0123456789abcdef").symlink_to(whole)
     [listed] = venvs.list_envs(root)
-    assert listed.linked_to == str(whole)
+    assert listed.linked_to == os.path.realpath(whole)
     [would] = venvs.prune_envs(root, dry_run=True)
     assert would.size_bytes == 0
     assert (root / "0123456789abcdef").is_symlink()
     [removed] = venvs.prune_envs(root)
     assert removed.size_bytes == 0
-    assert removed.linked_to == str(whole)
+    assert removed.linked_to == os.path.realpath(whole)
     assert not (root / "0123456789abcdef").is_symlink()
     assert (whole / "big").stat().st_size == 10_000
     assert not (root / ".tmp").exists() or not any((root / ".tmp").iterdir())
@@ -121,3 +122,22 @@ def test_prune_passes_over_an_environment_gone_since_it_was_listed(tmp_path: Pat
     [removed] = venvs.prune_envs(root)
     assert removed.key == "0123456789abcdef"
     assert venvs.prune_envs(root, listed=listed) == []
+
+
+def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_link(
+    tmp_path: Path,
+) -> None:
+    """`ln -s ../elsewhere/whole KEY`: prune said `its environment at ../elsewhere/whole
+    kept`, relative to the environments folder, not to the user's folder; and JSON had no
+    `linked_to`, a link read as an environment of its target's size."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    whole = _environment(tmp_path / "elsewhere" / "whole", meta)
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "0123456789abcdef").symlink_to(Path("..") / "elsewhere" / "whole")
+    _environment(root / "aaaaaaaaaaaaaaaa", meta)
+    listed = {env.key: env for env in venvs.list_envs(root)}
+    link = listed["0123456789abcdef"]
+    assert link.linked_to == os.path.realpath(whole)
+    assert link.to_dict()["linked_to"] == os.path.realpath(whole)
+    assert listed["aaaaaaaaaaaaaaaa"].to_dict()["linked_to"] is None
