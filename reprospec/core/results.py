@@ -279,6 +279,14 @@ class Outcome:
             return (ChainLink(self.exception, self.message),)
         return ()
 
+    def raised(self) -> tuple[ChainLink | GroupMember, ...]:
+        """Every exception the chain that ended the process printed: its own, primary
+        first, then the members of the exception groups in it, the one that ended it
+        (`members`) and one in the chain (`raise RuntimeError(...) from group`): what
+        `expect.exception` meets, and what ran out of memory where a MemoryError did."""
+        chained = [m for link in self.chain[:-1] for m in link.members]
+        return (*self.exceptions, *self.members, *chained)
+
 
 @overload
 def group_named(exception: str, members: Sequence[GroupMember]) -> str: ...

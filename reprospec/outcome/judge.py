@@ -359,8 +359,7 @@ def _printed(outcome: Outcome) -> tuple[ChainLink | GroupMember, ...]:
     last = outcome.last_traceback
     # A group's members, the one that ended it and one in the chain (`raise RuntimeError(
     # ...) from group`), as the chain's own exceptions are: each was printed.
-    chained = [m for link in outcome.chain[:-1] for m in link.members]
-    printed: list[ChainLink | GroupMember] = [*outcome.exceptions, *outcome.members, *chained]
+    printed: list[ChainLink | GroupMember] = list(outcome.raised())
     if last is not None:
         printed += [last, *last.members]
     return tuple(printed)

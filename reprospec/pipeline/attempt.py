@@ -261,9 +261,9 @@ def reached_memory_limit(
         return ()
     # The exception's type exactly (torch.OutOfMemoryError, a GPU's, is no host limit's),
     # else, with no traceback that ended it, stderr's last line where it names the type.
-    # A group's members too: a TaskGroup whose task ran out is `ExceptionGroup[MemoryError]`.
-    said = [link.type for link in outcome.exceptions]
-    said += [member.type for member in outcome.members]
+    # A group's members too, as `expect.exception` meets them: a TaskGroup whose task ran
+    # out is `ExceptionGroup[MemoryError]`, one in the chain (`raise ... from group`) too.
+    said = [e.type for e in outcome.raised()]
     said = said or [(outcome.message or "").partition("\n")[0].partition(":")[0].strip()]
     found = "MemoryError" if any(s.rpartition(".")[2] == "MemoryError" for s in said) else None
     if outcome.signal == "SIGABRT" and "std::bad_alloc" in evidence.stderr:

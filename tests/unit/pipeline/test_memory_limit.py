@@ -8,7 +8,7 @@ import pytest
 
 import reprospec
 from reprospec.core.inputs import AttemptPlan
-from reprospec.core.results import ChainLink, Outcome
+from reprospec.core.results import ChainLink, GroupMember, Outcome
 from reprospec.outcome.evidence import Evidence
 from reprospec.pipeline.attempt import reached_memory_limit
 
@@ -49,6 +49,25 @@ def _plan(tmp_path: Path) -> AttemptPlan:
                 exit_code=1,
                 exception="RuntimeError",
                 chain=(ChainLink("RuntimeError", "wrapped"), ChainLink("MemoryError", None)),
+            ),
+            True,
+        ),
+        # A group in the chain (`raise RuntimeError(...) from group`): its member was not
+        # read, where `expect.exception: MemoryError` met it.
+        (
+            Outcome(
+                "error",
+                exit_code=1,
+                exception="RuntimeError",
+                chain=(
+                    ChainLink(
+                        "ExceptionGroup",
+                        "g (1 sub-exception)",
+                        "cause",
+                        (GroupMember("MemoryError"),),
+                    ),
+                    ChainLink("RuntimeError", "wrapped"),
+                ),
             ),
             True,
         ),
