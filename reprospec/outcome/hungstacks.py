@@ -577,10 +577,16 @@ def _timed(frame: Frame, source: Source) -> bool:
 
 
 def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
-    """Whether a thread sleeps where it is, to wake again, as `_stuck_rank` ranks one last:
-    in `time.sleep` on its own line, or in an Event's or a Condition's wait given a timeout
-    (`stop.wait(0.1)`)."""
-    return _stuck_rank((frame, tuple(waiting), frame), source) == 2
+    """Whether a main thread sleeps where it is, to wake again: in `time.sleep` on its own
+    line, or in any wait for another thread given a timeout (`stop.wait(0.1)`, a queue's
+    `results.get(timeout=0.1)`, a future's `result(timeout=1)`). Not `_stuck_rank`'s
+    sleeper: that ranks a joined thread, where a timed queue get is a consumer that never
+    ends; a main thread's timed get in a loop that asks `w.is_alive()` polls `w` as a sleep
+    does (`_polls_a_thread` asks the loop), and read as one that runs it titled the hang
+    `hang in <module>` at the get, beside `w` on a held lock (review)."""
+    if waiting:
+        return any(in_file(waiting[0], path) for path in _THREAD_WAITS) and _timed(frame, source)
+    return blocking_line(frame, source) == _SLEEP
 
 
 # What a sleep loop asks of the thread it waits for: a thread's `is_alive()`, a future's

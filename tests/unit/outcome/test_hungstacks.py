@@ -716,6 +716,14 @@ _POLLS = "while w.is_alive():\n    time.sleep(0.1)"
         ("with lock:", "", "while w.is_alive() and not stop.wait(timeout=0.1): pass", "work"),
         ("with lock:", "", "while not stop.wait(0.1):\n    print('tick')", "<module>"),
         ("with lock:", "", "while w.is_alive():\n    stop.wait()", "<module>"),
+        # A timed queue get polls as a sleep does (it read `hang in <module>`, review).
+        (
+            "with lock:",
+            "",
+            "while w.is_alive():\n    try:\n        r = q.get(timeout=0.1)\n"
+            "    except queue.Empty:\n        continue",
+            "work",
+        ),
         # `w` runs (a busy loop): nothing says the hang is there, the main thread's stays.
         ("x += 1", "", _POLLS, "<module>"),
         # A main loop that sleeps between its own work polls no thread: the idle consumer
@@ -743,10 +751,15 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
     )
     job.write_text(head + loop + "\n")
     lines = (head + loop).split("\n")
-    line = next(i for i, text in enumerate(lines, 1) if "sleep(" in text or "stop.wait(" in text)
+    line = next(
+        i
+        for i, text in enumerate(lines, 1)
+        if i > head.count("\n") and any(call in text for call in ("sleep(", ".wait(", ".get("))
+    )
     function = "main" if loop.startswith("def ") else "<module>"
-    # An Event's wait: threading's frames below the main thread's line.
-    waits = _EVENT_WAIT if "stop.wait(" in lines[line - 1] else ""
+    # An Event's wait, a queue's get: the library's frames below the main thread's line.
+    called = lines[line - 1]
+    waits = _EVENT_WAIT if "stop.wait(" in called else _QUEUE_GET if "q.get(" in called else ""
     stack = (
         "--- pid 88 (python job.py) ---\n"
         "Thread 0x1 (most recent call first):\n"
