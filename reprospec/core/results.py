@@ -21,6 +21,7 @@ from reprospec.core.frozenjson import FrozenDict, freeze_mapping
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.inputs import Where as Where  # outcome.where's type, named here too
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.lazysequence import LazySequence
 
 if TYPE_CHECKING:
@@ -301,6 +302,11 @@ def group_named(exception: str | None, members: Sequence[GroupMember]) -> str | 
     return f"{exception}[{','.join(sorted({m.type for m in members}))}]"
 
 
+# An exception group as `group_named` writes it (`ExceptionGroup[KeyError,ValueError]`),
+# read back: the group's type and its members' (`, ` too: a person's copy of it).
+GROUP_NAMED = Lazy(r"(?P<group>[^\W\d][\w.]*)\[(?P<members>[^\W\d][\w.]*(?:, ?[^\W\d][\w.]*)*)\]")
+
+
 def split_group(signature: str) -> tuple[str, frozenset[str] | None]:
     """An error's signature as `group_named` wrote its exception, read back: the signature
     with the members left out (`error:ExceptionGroup:train`) and the members' types
@@ -312,10 +318,11 @@ def split_group(signature: str) -> tuple[str, frozenset[str] | None]:
     if kind != "error" or not colon:
         return signature, None
     exception, sep, tail = rest.partition(":")
-    bare, bracket, inside = exception.partition("[")
-    if not bracket or not bare or not inside.endswith("]") or len(inside) < 2:
+    group = GROUP_NAMED.fullmatch(exception)
+    if group is None:
         return signature, None
-    return f"error:{bare}{sep}{tail}", frozenset(inside[:-1].split(","))
+    members = frozenset(m.strip() for m in group["members"].split(","))
+    return f"error:{group['group']}{sep}{tail}", members
 
 
 def group_agrees(signature: str, target: str) -> bool:

@@ -20,6 +20,7 @@ from reprospec.core import expr
 from reprospec.core.expr import same
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
 from reprospec.core.lazyre import Lazy
+from reprospec.core.results import GROUP_NAMED
 from reprospec.core.sections import DEFAULT_PHASES
 from reprospec.core.units import RateBound, parse_rate, parse_step, undecidable_rate
 from reprospec.core.words import OUTCOME_VERBS
@@ -133,7 +134,9 @@ class ExpectChecks:
                 self.newer_builtin(path, name)
             if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
                 continue  # (an empty one: the schema's minLength says so)
-            group = _GROUP_NAMED.fullmatch(name) if path[0] == "expect" else None
+            # An exception group as an outcome names it, its members after it, which no
+            # class is named (core/results.GROUP_NAMED).
+            group = GROUP_NAMED.fullmatch(name) if path[0] == "expect" else None
             if group is not None:
                 # Copied from an outcome's words (`error exit 1 ExceptionGroup[ValueError]`):
                 # the group's members are no part of a class's name; each is met by its own.
@@ -436,9 +439,6 @@ class ExpectChecks:
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
 # A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
 _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
-# An exception group as an outcome names it, its members after it (`ExceptionGroup[KeyError,
-# ValueError]`), which no class is named.
-_GROUP_NAMED = Lazy(r"(?P<group>[^\W\d][\w.]*)\[(?P<members>[^\W\d][\w.]*(?:, ?[^\W\d][\w.]*)*)\]")
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for
