@@ -50,6 +50,12 @@ class AttemptExecutor:
         self.runner = runner
         self.folder = folder
 
+    @property
+    def docker(self) -> bool:
+        """Whether the attempts run in the docker runner's container, whose stack dumps name
+        the workdir as it does (`/work`): the classifier reads their lines from the workdir."""
+        return self.runner.name == "docker"
+
     def __call__(
         self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
     ) -> AttemptResult | None:
@@ -80,8 +86,7 @@ class AttemptExecutor:
             return AttemptResult.not_run(plan.attempt, str(exc), logs)
         if execution.interrupted:
             return None
-        docker = self.runner.name == "docker"
-        return attempt_result(plan, execution, Evidence.read(execution), logs, docker=docker)
+        return attempt_result(plan, execution, Evidence.read(execution), logs, docker=self.docker)
 
     def _instances(
         self,
@@ -109,7 +114,10 @@ class AttemptExecutor:
         if any(execution.interrupted for execution in executions):
             return None
         return instances_result(
-            plan, executions, [f"{logs}instance-{n}/" for n in range(len(executions))]
+            plan,
+            executions,
+            [f"{logs}instance-{n}/" for n in range(len(executions))],
+            docker=self.docker,
         )
 
 
@@ -477,13 +485,17 @@ def chosen_instance(instances: Sequence[InstanceResult]) -> InstanceResult:
 
 
 def instances_result(
-    plan: AttemptPlan, executions: Sequence[Execution], logs: Sequence[str]
+    plan: AttemptPlan,
+    executions: Sequence[Execution],
+    logs: Sequence[str],
+    *,
+    docker: bool = False,
 ) -> AttemptResult:
     """One attempt from its instances' executions: each classified and judged, the attempt's
     outcome the first failure by time (`chosen_instance`; else instance 0's), every instance
-    recorded."""
+    recorded. `docker` as `attempt_result` takes it."""
     results = [
-        attempt_result(plan, execution, Evidence.read(execution), folder)
+        attempt_result(plan, execution, Evidence.read(execution), folder, docker=docker)
         for execution, folder in zip(executions, logs, strict=True)
     ]
     released = [e.released_at for e in executions if e.released_at is not None]
