@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,10 @@ from reprospec.venvs.build import (
     uploaded_before,
 )
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
+
+# An environment's name (EnvRequest.key): a link so named whose target is gone is one made
+# for an environment, where a link of another name may be anything the user keeps there.
+_KEY = re.compile(r"[0-9a-f]{16}")
 
 
 @frozen
@@ -96,27 +101,35 @@ class EnvInfo:
         entry's absolute path and files' digest (`./mypkg (./mypkg: /a/mypkg 0123...)`),
         without which two `./mypkg` environments read alike. One whose description cannot be
         read says so instead, and where it is (`unreadable: its reprospec-env.json is not
-        JSON (...), /envs/KEY`): what it holds is unknown, and the folder is the user's to see."""
+        JSON (...), /envs/KEY`): what it holds is unknown, and the folder is the user's to see;
+        a link's, with its target (`/envs/KEY (a link to /shared/KEY)`)."""
         if self.unreadable:
             known = f"{self.holds()}, " if self.packages else ""
-            return f"{known}unreadable: {self.unreadable}, {self.path}"
+            link = f" (a link to {self.linked_to})" if self.linked_to else ""
+            return f"{known}unreadable: {self.unreadable}, {self.path}{link}"
         return self.holds() + "".join(f" ({source})" for source in self.sources)
 
 
 def list_envs(root: Path) -> list[EnvInfo]:
     """Every environment under `root`, most recently used first: each complete one, and each
     folder of one whose description cannot be read (`EnvInfo.unreadable`, `read_meta_why`:
-    the python and packages of one whose description is there but whose bin/python is gone)."""
+    the python and packages of one whose description is there but whose bin/python is gone).
+    A link is listed as its target is (`EnvInfo.linked_to`), a broken one's too, and one named
+    as an environment (a key) whose target is gone: prune removes the link alone. They were
+    left out, to be removed only by the next run of their key, which nothing said."""
     out: list[EnvInfo] = []
     if not root.is_dir():
         return out
     for folder in root.iterdir():
-        if folder.name.startswith(".") or not folder.is_dir():
+        if folder.name.startswith("."):
             continue
-        meta, unreadable = read_meta_why(folder)
-        # (a link to a folder elsewhere is listed where it is a whole environment, as before,
-        # never taken for a broken one: pruning it would move the link alone)
-        if (unreadable and folder.is_symlink()) or (meta is None and not unreadable):
+        if folder.is_dir():
+            meta, unreadable = read_meta_why(folder)
+        elif folder.is_symlink() and not folder.exists() and _KEY.fullmatch(folder.name):
+            meta, unreadable = None, "its target is gone"
+        else:
+            continue
+        if meta is None and not unreadable:
             continue  # no environment's folder: not ours to list, nor to remove
         request = (meta or {}).get("request")
         request = request if isinstance(request, dict) else {}
@@ -154,10 +167,13 @@ def list_envs(root: Path) -> list[EnvInfo]:
 
 def _changed(folder: Path) -> float:
     """When `folder`'s environment was last changed: its description's time, else (one that
-    cannot be read, or is gone) the folder's own; 0.0 where neither can be read."""
+    cannot be read, or is gone) the folder's own, else (a link whose target is gone) the
+    link's; 0.0 where none can be read."""
     for path in (folder / META, folder):
         with contextlib.suppress(OSError):
             return path.stat().st_mtime
+    with contextlib.suppress(OSError):
+        return folder.lstat().st_mtime
     return 0.0
 
 

@@ -191,3 +191,20 @@ def test_prune_of_a_link_says_it_removes_the_link_and_keeps_its_environment(
     assert f"(a link: its environment at {target} kept)" in said.out
     assert "removed 1 environment, 0 B" in said.err, said.err
     assert (target / "big").exists()
+
+
+def test_prune_of_a_link_whose_target_is_gone_says_so_once(
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Such a link was never listed, so never pruned; listed now, its message names the gone
+    # target once, never "its environment at ... kept".
+    envs_root.mkdir()
+    (envs_root / "0123456789abcdef").symlink_to(tmp_path / "gone")
+    assert main(["envs", "prune", "--all", "--out", str(tmp_path / "o")]) == 0
+    said = capsys.readouterr()
+    gone = os.path.realpath(tmp_path / "gone")
+    assert said.out.startswith("removed link 0123456789abcdef  Python ?  unreadable: "), said.out
+    assert f"its target is gone, {envs_root / '0123456789abcdef'} (a link to {gone})" in said.out
+    assert "kept" not in said.out, said.out
+    assert "removed 1 environment, 0 B" in said.err, said.err
+    assert not (envs_root / "0123456789abcdef").is_symlink()

@@ -18,12 +18,13 @@ def _environment(folder: Path, meta: str | None) -> Path:
     return folder
 
 
-def test_a_link_to_a_whole_environment_is_listed_and_a_link_to_a_broken_one_is_not(
+def test_a_link_to_a_whole_or_a_broken_environment_is_listed_as_a_link(
     tmp_path: Path,
 ) -> None:
     """A link in the environments folder to an environment kept elsewhere is listed as it
-    was; a link to a folder whose description cannot be read is not taken for a broken
-    environment (pruning it would move the link alone)."""
+    was; a link to a folder whose description cannot be read, and a key's link whose target
+    is gone, were never listed (only the next run of their key removed them): each is listed
+    as a link that cannot be read. A link of another name to nothing is not ours."""
     meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
     whole = _environment(tmp_path / "elsewhere" / "whole", meta)
     broken = _environment(tmp_path / "elsewhere" / "broken", "{bad")
@@ -31,11 +32,47 @@ def test_a_link_to_a_whole_environment_is_listed_and_a_link_to_a_broken_one_is_n
     root.mkdir()
     (root / "0123456789abcdef").symlink_to(whole)
     (root / "fedcba9876543210").symlink_to(broken)
+    (root / "1111111111111111").symlink_to(tmp_path / "gone")
+    (root / "notes").symlink_to(tmp_path / "gone")
+    (root / "other").symlink_to(tmp_path / "elsewhere")
     _environment(root / "aaaaaaaaaaaaaaaa", "{bad")
     listed = {env.key: env for env in venvs.list_envs(root)}
-    assert sorted(listed) == ["0123456789abcdef", "aaaaaaaaaaaaaaaa"]
+    assert sorted(listed) == [
+        "0123456789abcdef",
+        "1111111111111111",
+        "aaaaaaaaaaaaaaaa",
+        "fedcba9876543210",
+    ]
     assert listed["0123456789abcdef"].packages == ("six",)
+    assert not listed["0123456789abcdef"].unreadable
     assert listed["aaaaaaaaaaaaaaaa"].unreadable.startswith("its reprospec-env.json is not JSON")
+    assert not listed["aaaaaaaaaaaaaaaa"].linked_to
+    link = listed["fedcba9876543210"]
+    assert link.unreadable.startswith("its reprospec-env.json is not JSON")
+    assert link.linked_to == os.path.realpath(broken)
+    assert link.listed().endswith(f"{root / 'fedcba9876543210'} (a link to {link.linked_to})")
+    gone = listed["1111111111111111"]
+    assert gone.unreadable == "its target is gone"
+    assert gone.linked_to == os.path.realpath(tmp_path / "gone")
+    assert gone.size_bytes == 0
+    assert gone.last_used > 0
+
+
+def test_prune_of_a_broken_link_removes_the_link_alone(tmp_path: Path) -> None:
+    """A link to an environment that cannot be read, or whose target is gone, goes with
+    prune as any other link: the link alone, its target untouched."""
+    broken = _environment(tmp_path / "elsewhere" / "broken", "{bad")
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "fedcba9876543210").symlink_to(broken)
+    (root / "1111111111111111").symlink_to(tmp_path / "gone")
+    removed = venvs.prune_envs(root)
+    assert sorted(env.key for env in removed) == ["1111111111111111", "fedcba9876543210"]
+    assert all(env.size_bytes == 0 for env in removed)
+    assert not (root / "fedcba9876543210").is_symlink()
+    assert not (root / "1111111111111111").is_symlink()
+    assert (broken / venvs.META).read_text() == "{bad"
+    assert venvs.list_envs(root) == []
 
 
 def test_one_whose_interpreter_is_gone_is_listed_with_its_python_and_packages(
