@@ -288,6 +288,10 @@ def classify(
     if execution.timed_out:
         kind = "hang"
         detail = f"{hang_limit(execution)}; killed after {execution.duration_s:.1f}s"
+        # The attempt's text, one for every reading of its dump: a child's threads said in
+        # the detail by this host's `/work` under docker, `hung_in` by the workdir's, and
+        # the two named different threads (review).
+        source = _source(workdir, docker)
         if events.done:
             # Its work was done: what hangs is the way out (atexit, a thread, a pool).
             phase, step, stage, module = EXIT_PHASE, None, None, None
@@ -328,7 +332,7 @@ def classify(
             # fetching an item, where the main process only waits for it.
             where, hung_pid = "worker", stuck.pid
             detail += f"; {stuck.describe()}"
-        elif evidence.stack and (waited := _stuck_child(evidence.stack)) is not None:
+        elif evidence.stack and (waited := _stuck_child(evidence.stack, source)) is not None:
             # The main process waits for a child (multiprocessing's join, subprocess's
             # wait) that was in the user's code: the hang sits in the child.
             where, hung_pid = "child", waited.pid
@@ -349,7 +353,7 @@ def classify(
                 # and read as one. Not after a child's death, the hang's likely
                 # cause, which names it (its stacks show only the wait for the lost work),
                 # nor pytest's, said by its test (the phase, the detail).
-                hung_in = _hung_frame(evidence.stack, _source(workdir, docker))
+                hung_in = _hung_frame(evidence.stack, source)
     elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (watched := _watchdog(stderr)):
         # It hung, and its own faulthandler watchdog ended it (`_exit(1)` after its dump),
         # as a ticket of the same dump reads it (capture/ticket.py): not `error exit 1`.
@@ -831,10 +835,10 @@ def _stuck_worker(stack: str) -> HungProcess | None:
     return stuck_worker(stack)
 
 
-def _stuck_child(stack: str) -> HungProcess | None:
+def _stuck_child(stack: str, source: Source) -> HungProcess | None:
     from reprospec.outcome.hungstacks import stuck_child
 
-    return stuck_child(stack)
+    return stuck_child(stack, source)
 
 
 def _watchdog(stderr: str) -> WatchdogTimeout | None:
@@ -883,27 +887,24 @@ def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeo
     return pytest_timeout_worker(f"{evidence.stdout}\n{evidence.stderr}")
 
 
-def _watchdog_frame(timeout: WatchdogTimeout, source: Source | None) -> PythonFrame | None:
+def _watchdog_frame(timeout: WatchdogTimeout, source: Source) -> PythonFrame | None:
     from reprospec.outcome.watchdog import hung_frame
 
     return hung_frame(timeout, source)
 
 
-def _hung_frame(stack: str, source: Source | None) -> PythonFrame | None:
-    from reprospec.outcome.hangsource import on_disk
+def _hung_frame(stack: str, source: Source) -> PythonFrame | None:
     from reprospec.outcome.hungstacks import hung_frame
 
-    return hung_frame(stack, source or on_disk)
+    return hung_frame(stack, source)
 
 
-def _source(workdir: Path | None, docker: bool) -> Source | None:
+def _source(workdir: Path | None, docker: bool) -> Source:
     """The text of the attempt's files by the paths its dumps name (a hang's only: it is
-    made where one is read); None, this host's files, where no workdir is given."""
-    if workdir is None:
-        return None
-    from reprospec.outcome.hangsource import source_at
+    made where one is read); this host's files (`on_disk`) where no workdir is given."""
+    from reprospec.outcome.hangsource import on_disk, source_at
 
-    return source_at(workdir, docker=docker)
+    return on_disk if workdir is None else source_at(workdir, docker=docker)
 
 
 def _dead_worker_pid(

@@ -596,6 +596,49 @@ def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
     assert local.hung_in.function == "beat"
 
 
+def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child's threads, said in the detail, are ranked from the workdir's lines as
+    `hung_in` is: under docker the detail read this host at the container's `/work` and
+    put the heartbeat first, where `hung_in` named `work` (review)."""
+    from reprospec.runners.docker import container
+
+    root = "/no-such-container-root"
+    monkeypatch.setattr(container, "container_workdir", lambda _: root)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(_JOB.format(line="with lock:"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in ("stdout.log", "stderr.log", "events.jsonl"):
+        (logs / log).write_text("")
+    child = _JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py").replace("pid 88", "pid 11")
+    child = child.replace(
+        f'  File "{root}/job.py", line 13 in <module>\n',
+        f'  File "{root}/job.py", line 13 in main\n'
+        f'  File "{_LIB}/multiprocessing/process.py", line 108 in run\n'
+        f'  File "{_LIB}/multiprocessing/process.py", line 314 in _bootstrap\n'
+        f'  File "{root}/job.py", line 13 in <module>\n',
+    )
+    parent = (
+        "--- pid 10 (python job.py) ---\nCurrent thread 0x0 (most recent call first):\n"
+        f'  File "{_LIB}/multiprocessing/popen_fork.py", line 27 in poll\n'
+        f'  File "{_LIB}/multiprocessing/process.py", line 149 in join\n'
+        f'  File "{root}/job.py", line 13 in <module>\n\n'
+    )
+    (logs / "stack.txt").write_text(parent + child)
+    hung = dataclasses.replace(
+        execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
+    )
+    outcome = classify(hung, workdir=work, docker=True)
+    assert isinstance(outcome, Outcome)
+    assert outcome.where == "child"
+    assert outcome.hung_in == Frame(f"{root}/job.py", 9, "work")
+    said = f"threads were in {root}/job.py:9 in work, {root}/job.py:6 in beat"
+    assert said in (outcome.detail or "")
+
+
 def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) -> None:
     """Where the file is not here to read (a container's path), the dump's order stands."""
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=tmp_path / "gone.py")
