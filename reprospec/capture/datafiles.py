@@ -269,14 +269,21 @@ MACHINE_FOLDERS = frozenset(
 _INTERPRETER_LIB = Lazy(INTERPRETER_LIB)
 
 
+def _machines(path: Path) -> bool:
+    """Whether an absolute `path` lies under one of the machine's own folders
+    (`MACHINE_FOLDERS`), by its first folder whole: `/lib64/...` and `/nix/store/...` do,
+    `/library/data.csv` does not (a `/lib` prefix took it for the system's)."""
+    return bool(path.parts[1:2]) and path.parts[1] in MACHINE_FOLDERS
+
+
 def _the_programs(path: Path, before: float) -> bool:
     """Whether a file opened outside the workdir is the program's own input: a regular
     file that was there before the run, not under the machine's or an interpreter's
     folders, nor under a hidden folder but `.config` (caches, `.git`, tool state)."""
     text = str(path)
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    if path.parts[1:2] and path.parts[1] in MACHINE_FOLDERS:
-        return False  # `/lib64/...`, where `/lib` began `/library/data.csv` too
+    if _machines(path):
+        return False
     if any(text.startswith(p + "/") for p in prefixes):
         return False
     parts = path.parts[:-1]

@@ -127,3 +127,15 @@ def test_a_free_threaded_or_pypy_standard_librarys_file_is_no_data_of_the_progra
     data.parent.mkdir()
     data.write_text("1,2\n")
     assert outside(data) == (str(data.resolve()),)
+
+
+def test_the_machines_folders_are_told_by_the_first_folder_whole() -> None:
+    # A `startswith("/lib")` rule took `/library/data.csv` for the system's and missed
+    # `/boot`, `/nix` and `/lib32`; the first folder is compared whole.
+    from reprospec.capture.datafiles import _machines
+
+    assert not _machines(Path("/library/data.csv"))
+    assert not _machines(Path("/home/a/lib/x"))
+    assert not _machines(Path("/"))
+    for machine in ("/lib64/x", "/nix/store/x", "/boot/x", "/lib32/x", "/usr/lib/x"):
+        assert _machines(Path(machine)), machine
