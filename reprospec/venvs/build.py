@@ -495,8 +495,24 @@ def read_meta_why(folder: Path) -> tuple[JsonObject | None, str]:
         # Said is the path that is gone, at the links' end: a venv laid out as stdlib's links
         # python -> python3 -> /abs/python3, and "links to python3, which is gone" named
         # a link that is there.
-        return data, f"its bin/python links to {os.path.realpath(python)}, which is gone"
+        return data, f"its bin/python links to {_gone_hop(python)}, which is gone"
     return data, "it has no bin/python"
+
+
+def _gone_hop(link: Path) -> str:
+    """The first target along `link`'s chain of links that is not there, as that link names
+    it (a relative one read from the link's folder), unresolved: `realpath` also resolved
+    the folders above it, a `~/.pyenv` that is itself a link said as its `/data/...` target,
+    not the pyenv path the user knows. A chain that loops, or runs past 40 hops: `realpath`."""
+    path = link
+    with contextlib.suppress(OSError):  # a link it cannot read: as `realpath` says it
+        for _ in range(40):
+            if not path.is_symlink():
+                break
+            path = path.parent / path.readlink()  # an absolute target replaces the folder
+            if not path.exists() and not path.is_symlink():
+                return str(path)
+    return os.path.realpath(link)
 
 
 def intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:

@@ -178,3 +178,31 @@ def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_
     assert link.linked_to == os.path.realpath(whole)
     assert link.to_dict()["linked_to"] == os.path.realpath(whole)
     assert listed["aaaaaaaaaaaaaaaa"].to_dict()["linked_to"] is None
+
+
+def test_a_gone_interpreter_under_a_linked_folder_is_named_by_the_path_the_link_gave(
+    tmp_path: Path,
+) -> None:
+    """A `~/.pyenv` that is itself a link (to /data/pyenv): `realpath` resolved the folders
+    above the missing interpreter too, so it was named under /data, not the pyenv path the
+    venv links to and the user knows."""
+    (tmp_path / "data" / "pyenv" / "versions").mkdir(parents=True)
+    (tmp_path / "pyenv").symlink_to(tmp_path / "data" / "pyenv")
+    gone = tmp_path / "pyenv" / "versions" / "3.10.13" / "bin" / "python3.10"
+    folder = tmp_path / "envs" / "0123456789abcdef"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python3").symlink_to(gone)
+    (folder / "bin" / "python").symlink_to("python3")
+    (folder / venvs.META).write_text(json.dumps({"request": {}}))
+    [env] = venvs.list_envs(tmp_path / "envs")
+    assert env.unreadable == f"its bin/python links to {gone}, which is gone"
+
+
+def test_a_loop_of_links_for_bin_python_is_said_without_a_hang(tmp_path: Path) -> None:
+    folder = tmp_path / "envs" / "0123456789abcdef"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python3").symlink_to("python")
+    (folder / "bin" / "python").symlink_to("python3")
+    (folder / venvs.META).write_text(json.dumps({"request": {}}))
+    [env] = venvs.list_envs(tmp_path / "envs")
+    assert env.unreadable.startswith("its bin/python links to "), env.unreadable
