@@ -324,7 +324,7 @@ _GDB_SIGNAL = re.compile(
 # A core's thread that took the signal (`[Current thread is 1 (Thread 0x7f... (LWP 11682))]`),
 # and a thread's backtrace's header in `thread apply all bt` (`Thread 1 (Thread 0x7f... (LWP
 # 11682) "mt"):`), which prints the threads from the last one made to the first.
-_GDB_CURRENT_THREAD = re.compile(r"^\[Current thread is (?P<thread>\d+) ", re.MULTILINE)
+_GDB_CURRENT_THREAD = re.compile(r"^[ \t]*\[Current thread is (?P<thread>\d+) ", re.MULTILINE)
 _GDB_FRAME = re.compile(
     r"^#(?P<n>\d+) +(?:0x[0-9a-f]+ in )?(?P<function>.+?)(?: (?:at|from) (?P<where>\S+))?$"
 )
@@ -1944,7 +1944,7 @@ def _gdb_frames_at(text: str, stop: re.Match[str]) -> int:
     if thread is None and (current := _GDB_CURRENT_THREAD.search(text, stop.end())) is not None:
         thread = current["thread"]
     if thread is not None:
-        header = re.compile(rf"^Thread {thread} \(", re.MULTILINE).search(text, stop.end())
+        header = re.compile(rf"^[ \t]*Thread {thread} \(", re.MULTILINE).search(text, stop.end())
         if header is not None:
             return header.start()
     return stop.start()

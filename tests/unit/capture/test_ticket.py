@@ -3098,15 +3098,18 @@ def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
 def test_gdb_frames_are_the_crashed_threads_among_every_threads() -> None:
     # Real gdb 13 sessions of a program whose main thread crashed beside a sleeping one,
     # `thread apply all bt` live and on its core: the sleeping thread's backtrace, printed
-    # first, was read as the crash's (live), or the core's stop's one frame (core).
+    # first, was read as the crash's (live), or the core's stop's one frame (core). The
+    # same where the session is pasted as an indented code block (a list item's).
     crash = ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@mt.c")
     for name in ("gdb-all-threads.md", "gdb-core-all-threads.md"):
-        read = read_ticket(ticket(name))
-        assert (read.failure.signal, read.native_frames, read.command) == (
-            "SIGSEGV",
-            crash,
-            "./mt x",
-        ), name
+        for indent in ("", "    "):
+            text = "\n".join(indent + line for line in ticket(name).split("\n"))
+            read = read_ticket(text)
+            assert (read.failure.signal, read.native_frames, read.command) == (
+                "SIGSEGV",
+                crash,
+                "./mt x",
+            ), (name, indent)
 
 
 def test_lldb_frames_are_the_crashed_threads_among_every_threads() -> None:
