@@ -2649,11 +2649,11 @@ def _senders_paths(
 _ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta", "lib/python3*/site-packages", "Lib/site-packages")
 # Where the path is not on this machine, what an environment's folder is named: a virtual
 # environment's by the names `python -m venv` is given (`.venv`, `venv`, `env`, `myenv`,
-# `torch-env`, `.venv-py311`, `venv3.11`: `env` or `venv` ending its name, before a
-# version, or `venv` beginning it; `env-setup` and `dev-env-tools` are a project's), a
-# user's `.local`, a conda install's (`miniconda3`, `~/anaconda`, `micromamba`)...
+# `torch-env`, `.venv-py311`, `venv3.11`: `env` ending its name, or before a version alone;
+# `env-setup`, `dev-env-tools`, `venv-setup` and `venvtools` are a project's), a user's
+# `.local`, a conda install's (`miniconda3`, `~/anaconda`, `micromamba`)...
 _ENVIRONMENT_NAMED = re.compile(
-    r"(?i)^(?:.*env|\.?venv.*)(?:[-_.]?(?:py)?\d[\d.]*)?$|^\.local$"
+    r"(?i)^.*env(?:[-_.]?(?:py)?\d[\d.]*)?$|^\.local$"
     r"|^\.?(?:miniconda|anaconda|miniforge|mambaforge|micromamba|conda)\d*$"
 )
 # ... or the folder holding it (`miniconda3/envs/t`, `~/.virtualenvs/t`, `~/venvs/t`), pyenv's

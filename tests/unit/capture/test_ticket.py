@@ -2768,9 +2768,10 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     # item, where the run looked a bare `run.sh` up on PATH (command not found).
     # `env` only as a word of one of the two folders above bin: not a home folder's name
     # (glenville) or a project's (environmental-models) (final read).
-    # Nor is a folder with `env` as a word of its name that is no environment's name
-    # (`env-setup`, `dev-env-tools`), nor a build's shell, srun or mpirun in its `bin`:
-    # they were written by their names, a program the reader's PATH has, or lacks.
+    # Nor is a folder with `env` or `venv` as a word of its name that is no environment's
+    # name (`env-setup`, `dev-env-tools`, `venv-setup`, `venvtools`), nor a build's shell,
+    # srun or mpirun in its `bin`: they were written by their names, a program the reader's
+    # PATH has, or lacks.
     for own in (
         "/home/alice/proj/scripts/run.sh",
         "/home/alice/proj/bin/train.sh",
@@ -2778,6 +2779,8 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
         "/data/environmental-models/bin/simulate.sh",
         "/home/alice/env-setup/bin/deploy.sh",
         "/home/alice/dev-env-tools/bin/lint.sh",
+        "/home/alice/venv-setup/bin/deploy.sh",
+        "/home/alice/venvtools/bin/lint.sh",
         "/home/alice/proj/bin/bash train.py",
         "/home/alice/openmpi-4.1/bin/mpirun -n 2 python train.py",
         "/home/alice/slurm/bin/srun python train.py",
@@ -3081,6 +3084,18 @@ def test_colours_whose_escape_character_a_paste_dropped_are_no_words_of_the_log(
     # A program's own `[10m]` in a log with no colour left is its words.
     own = "$ python x.py\nTraceback (most recent call last):\nValueError: length [10m] too long\n"
     assert read_ticket(own).failure.message == "length [10m] too long"
+    # And in one with colours left, a subscript's `[mask]`, `[model]`, `[K]`, `[4K]` are
+    # its words, no colour's or erase-line's.
+    for coloured in ("[36;1mpython x.py[0m\n", "[32;1m$ python x.py[0;m\n"):
+        read = read_ticket(
+            coloured + "Traceback (most recent call last):\n"
+            '  File "x.py", line 2, in <module>\n    y = x[mask]\n'
+            "KeyError: 'missing [model] key: shape [K] vs [4K], [K, N] [10m]'\n"
+        )
+        assert (read.command, read.failure.message) == (
+            "python x.py",
+            "'missing [model] key: shape [K] vs [4K], [K, N] [10m]'",
+        ), coloured
 
 
 def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
