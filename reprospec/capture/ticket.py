@@ -1288,9 +1288,11 @@ def _plain(text: str) -> str:
 # Actions' echo of a step's script, `[36;1mpython train.py[0m`, was a command of no
 # program; pytest's `[31mFAILED[0m` no FAILED line; GitLab's `[32;1m$ python train.py[0;m`
 # no prompt, after its erase-line `[0K`. Only in a text with a reset left (`[0m`, GitLab's
-# `[0;m`, which ends every colour), where such words are no program's own (`[10m]`).
+# `[0;m`, which ends every colour), and only a colour with a number (`[31m`, never a bare
+# `[m`) and the erase-line GitLab writes (`[0K`), neither closed by a `]`: a program's own
+# words are no colour, a subscript's `x[mask]`, `d[K]`, `[K, N]`, `[4K]`, `[10m]`.
 _COLOUR_RESETS_LEFT = ("[0m", "[0;m")
-_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{0,3})*)?[mK]")
+_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{0,3})*m|0K)(?!\])")
 
 
 _CTRL_C = re.compile(r"^\^C(?=\S)")
