@@ -2671,21 +2671,25 @@ _CONSOLE_SCRIPTS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest", "
 def _environments_script(parts: tuple[str, ...]) -> str | None:
     """The name a program's path (its `Path.parts`) is run by (Windows' `torchrun.exe` as
     `torchrun`) where it is an environment's console script, else None: in a `bin`
-    (`Scripts` after a Windows drive) of a Python environment's folder. What that folder
-    holds here says so (`_ENVIRONMENT_MARKS`), or where the program is here, says not;
-    elsewhere its name (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`,
-    `~/miniconda/bin/x`) or its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`), or
-    the script's (`~/x/bin/torchrun`). A project's own `scripts/run.sh` or `bin/train`,
-    `~/bin/mytool`, `~/env-setup/bin/deploy` and `~/openmpi/bin/mpirun` are no such."""
+    (`Scripts` after a Windows drive) of a Python environment's folder. A launcher no
+    project ships (`_CONSOLE_SCRIPTS`: `~/x/bin/torchrun`) is one wherever it stands; else
+    what that folder holds here says so (`_ENVIRONMENT_MARKS`; that of a link's target's
+    too), or where the program is here, says not; elsewhere its name
+    (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`) or
+    its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`). A project's own
+    `scripts/run.sh` or `bin/train`, `~/bin/mytool`, `~/env-setup/bin/deploy` and
+    `~/openmpi/bin/mpirun` are no such."""
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
     if (folder != "bin" and not (windows and folder == "scripts")) or len(parts) < 4:
         return None
     name = re.sub(r"(?i)\.exe$", "", parts[-1])
-    prefix = Path(*parts[:-2])
-    if _exists(Path(*parts[:-1]) / "activate") or any(
-        _globbed(prefix, mark) for mark in _ENVIRONMENT_MARKS
-    ):
+    if name in _CONSOLE_SCRIPTS:
+        # By its name wherever it stands, here too: uv's installer's `~/.local/bin/uv` and
+        # `~/.cargo/bin/uv`, and pipx's `~/.local/bin/pytest`, hold no environment's marks,
+        # and their path ran their own pytest, not the run's environment's.
+        return name
+    if any(_environments_bin(folder) for folder in _bins(Path(*parts))):
         return name
     if _exists(Path(*parts)):
         # The program is here, in a folder that holds no environment: no name says more.
@@ -2694,12 +2698,33 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
         return None
     holders = [part.lower() if windows else part for part in parts[1:-3]]
     named = (
-        name in _CONSOLE_SCRIPTS
-        or _ENVIRONMENT_NAMED.search(parts[-3]) is not None
+        _ENVIRONMENT_NAMED.search(parts[-3]) is not None
         or any(holder in _ENVIRONMENTS_FOLDERS for holder in holders[-1:])
         or holders[-2:] == [".pyenv", "versions"]
     )
     return name if named else None
+
+
+def _bins(program: Path) -> list[Path]:
+    """The program's folder, and where the program is a link here (pipx's `~/.local/bin/x`
+    -> `~/.local/share/pipx/venvs/x/bin/x`), its target's folder, resolved: the folder, not
+    the target, as a venv's own programs may link out of it."""
+    folders = [program.parent]
+    try:
+        here = program.expanduser()
+        if here.is_symlink():
+            folders.append((here.parent / here.readlink()).parent.resolve())
+    except (OSError, ValueError, RuntimeError):
+        pass
+    return folders
+
+
+def _environments_bin(folder: Path) -> bool:
+    """Whether `folder`, a `bin` (`Scripts`), is a Python environment's here: its parent
+    holds one of `_ENVIRONMENT_MARKS`, or it holds virtualenv's old `activate`."""
+    return _exists(folder / "activate") or any(
+        _globbed(folder.parent, mark) for mark in _ENVIRONMENT_MARKS
+    )
 
 
 def _globbed(folder: Path, pattern: str) -> bool:

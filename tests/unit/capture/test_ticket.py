@@ -2815,7 +2815,7 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
     # What the program's folder holds here says it is an environment's, whatever its name:
     # a venv's pyvenv.cfg, conda's conda-meta, an installed Python's site-packages,
     # virtualenv's activate. A program here in a project's `tools-env/bin`, which holds none
-    # of them, is the project's own, `torchrun` too.
+    # of them, is the project's own; a launcher no project ships, `torchrun`, is by its name.
     marks = {
         "tools": "pyvenv.cfg",
         "miniforge": "conda-meta/history",
@@ -2827,13 +2827,27 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
         (tmp_path / folder / mark).write_text("")
         assert _environments_script((tmp_path / folder / "bin" / "x").parts) == "x", folder
     (tmp_path / "tools-env" / "bin").mkdir(parents=True)
-    for program in ("x", "torchrun"):
+    for program, name in (("x", None), ("torchrun", "torchrun")):
         (tmp_path / "tools-env" / "bin" / program).write_text("")
-        assert _environments_script((tmp_path / "tools-env" / "bin" / program).parts) is None
+        assert _environments_script((tmp_path / "tools-env" / "bin" / program).parts) == name
+    # uv's installers' bins and pipx's hold no marks: uv and pytest there were this
+    # machine's paths, and the spec ran pipx's pytest, not the run's environment's (review).
+    pipx = tmp_path / ".local" / "share" / "pipx" / "venvs" / "tool"
+    (pipx / "bin").mkdir(parents=True)
+    (pipx / "pyvenv.cfg").write_text("")
+    (tmp_path / ".local" / "bin").mkdir(parents=True)
+    (tmp_path / ".cargo" / "bin").mkdir(parents=True)
+    for program in (".cargo/bin/uv", ".local/bin/uv", ".local/bin/pytest", ".local/bin/black"):
+        name = program.rpartition("/")[2]
+        (pipx / "bin" / name).write_text("")
+        (tmp_path / program).symlink_to(pipx / "bin" / name)
+        assert _environments_script((tmp_path / program).parts) == name, program
+    # A link here whose target's folder holds no environment is no environment's program.
+    (tmp_path / "tools-env" / "bin" / "y").symlink_to(tmp_path / "tools-env" / "bin" / "x")
+    assert _environments_script((tmp_path / "tools-env" / "bin" / "y").parts) is None
     # A program not here is the sender's, whose folder is not this one: this user's
-    # `.local` without a site-packages says nothing of the sender's `.local/bin/deepspeed`.
-    (tmp_path / ".local" / "share").mkdir(parents=True)
-    assert _environments_script((tmp_path / ".local" / "bin" / "deepspeed").parts) == "deepspeed"
+    # `.local` without a site-packages says nothing of the sender's `.local/bin/ds_report`.
+    assert _environments_script((tmp_path / ".local" / "bin" / "ds_report").parts) == "ds_report"
     # Elsewhere, Windows' `.exe` is no part of the name the command runs it by.
     windows = ("C:", "Users", "me", "miniconda3", "envs", "t", "Scripts", "torchrun.exe")
     assert _environments_script(windows) == "torchrun"
