@@ -2764,6 +2764,12 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     ):
         named = read(f"{script} --nproc_per_node 2 /home/alice/proj/train.py")
         assert (named.command, named.sender_paths) == (f"{name} --nproc_per_node 2 train.py", ())
+    # uv is no environment's console script: no cell's environment installs it (review).
+    assert (
+        "the command's /home/alice/.cargo/bin/uv: uv, by its name (a program of its own: the "
+        "run needs uv on PATH)"
+    ) in named.evidence
+    assert not any("console script" in line for line in named.evidence)
     # A project's own `scripts/` or `bin/` is no environment's: the sender's path, a TODO
     # item, where the run looked a bare `run.sh` up on PATH (command not found).
     # `env` only as a word of one of the two folders above bin: not a home folder's name
