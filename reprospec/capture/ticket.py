@@ -1865,6 +1865,9 @@ def _native_frames(text: str) -> tuple[str, ...]:
     `frame #N: 0x... module`function(...) at file:line`: `function@file`."""
     frames: list[str] = []
     first = ""  # the number of `frames`' first
+    # The same stack from its #0 printed before `frames` (the stop's frame and the one `up`
+    # showed, or a `bt` before a `frame 0`): the longer of the two is the backtrace.
+    held: list[str] = []
     for line in text.split("\n"):
         if (match := _GDB_FRAME.match(line.strip())) is not None:
             frame = _native_frame(match)
@@ -1877,19 +1880,22 @@ def _native_frames(text: str) -> tuple[str, ...]:
         if match["n"] == "0" and frames:
             # lldb, as gdb, shows the frame it stopped in (`Process 23584 stopped`, its
             # thread, `frame #0: ...`) before `bt` prints it again.
-            if (len(frames) == 1 and frames[0] == frame) or first != "0":
+            if frames[0] == frame or first != "0":
                 # gdb shows the frame it stopped in (a core's `#0 __strlen_evex () at
                 # ...`, its source line under it) before `bt` prints it again as the
-                # backtrace's first: the backtrace, whose callers were lost, begins here.
-                # So does one after frames that began past #0, the one frame each `up`,
-                # `down` or `frame 2` shows (`#1 0x... in measure (s=0x0) at foo.c:2`).
+                # backtrace's first: the backtrace, whose callers were lost, begins here,
+                # also where `up` showed #1 after the stop's #0. So does one after frames
+                # that began past #0, the one frame each `up`, `down` or `frame 2` shows
+                # (`#1 0x... in measure (s=0x0) at foo.c:2`).
+                if first == "0" and len(frames) > len(held):
+                    held = frames
                 frames = []
             else:
                 break
         if not frames:
             first = match["n"]
         frames.append(frame)
-    return tuple(frames)
+    return tuple(held if len(held) > len(frames) else frames)
 
 
 def _native_frame(match: re.Match[str]) -> str:
