@@ -71,7 +71,10 @@ def source_at(
     (run.preload) rewrites one folder for each candidate, and a stored probe read again
     (probes.reread) read the last candidate's lines. The text of a file of a folder gone
     (but `files`) is unknown (None), and so, `written` False, is that of the folder's own
-    files (no link to the original's): not this attempt's (that live folder, read again)."""
+    files (no link to the original's): not this attempt's (that live folder, read again).
+    A container's file outside its workdir (the interpreter's threading.py, the image's
+    packages) is the image's, no file of this host's: none to read (""), where the host's
+    file at that path, of another version, said anything at that line."""
     from reprospec.runners.docker.container import container_workdir
 
     own = dict(files)
@@ -96,7 +99,7 @@ def source_at(
             if not workdir.is_dir() or (not written and host.is_file() and not host.is_symlink()):
                 return None
             return on_disk(str(host))
-        return on_disk(path)
+        return "" if docker else on_disk(path)
 
     return read
 

@@ -528,9 +528,10 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     ran (`source`, as minimize's hangplace reads it: under docker the dump names the
     container's `/work`, read on the host as no file, or another's); a dump's order stays
     among threads of one rank. A wait given a timeout wakes, where the same frames with
-    none (`q.get()`) wait for good: the user's line says which, by the timeout it passes
-    (`_timed`; not threading.py's line, `waiter.acquire(True, timeout)`: under docker the
-    image's file, none on the host or one of another version, review). Only an Event's or
+    none (`q.get()`) wait for good: the user's line says which, by the timeout its wait
+    call passes (`_timed`), else threading.py's own line (`waiter.acquire(True, timeout)`),
+    read through `source` too: a local attempt's is this host's file, a docker attempt's
+    the image's, which `source_at` reads as none. Only an Event's or
     a Condition's wait called from the user's code (every frame below it threading.py's:
     a heartbeat's `while not stop.wait(0.5)`) sleeps; one under a queue's get or a future's
     result is a consumer polling for work in a loop that never ends, a thread that never
@@ -540,7 +541,7 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     if waiting:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
-        if not _timed(frame, source):
+        if not _timed(frame, waiting, source):
             return 0
         event = all(in_file(f, "threading.py") for f in waiting)
         return 2 if event and waiting[-1].function in ("wait", "wait_for") else 1
@@ -560,20 +561,52 @@ _THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 # first, titled the hang (review). A line that sleeps: time's sleep (`sleep(0.05)`).
 _ON_ANOTHER_THREAD = ("with", "acquire()")
 _SLEEP = "sleep()"
-# A user's line that passes a timeout to the library's wait it calls: `timeout=` (but
-# None), `stop.wait(0.5)`, `t.join(1)`, `f.result(5)`, `q.get(True, 0.2)`,
-# `cond.wait_for(ready, 1)`.
+# A user's wait call that passes a timeout to the library's wait: `timeout=` (but None),
+# `stop.wait(0.5)`, `t.join(1)`, `f.result(5)`, `q.get(True, 0.2)`, `cond.wait_for(ready, 1)`.
 _TIMED_CALL = Lazy(
     r"\btimeout\s*=\s*(?!None\b)[^\s)]"
     r"|\b(?:wait|join|result)\s*\(\s*(?!None\b|timeout\s*=)[^\s)]"
     r"|\b(?:get|wait_for)\s*\([^,)]*,\s*(?!None\b|timeout\s*=)[^\s)]"
 )
+# The library's waits a user's line calls, by name (the call whose frames are below it).
+_WAIT_CALL = Lazy(r"\b(?:wait_for|wait|join|result|get)\s*\(")
+# threading's Condition.wait given a timeout, its own line (`gotit = waiter.acquire(True,
+# timeout)`), where an untimed one is `waiter.acquire()`.
+_TIMED_WAIT = Lazy(r"\.acquire\(True, timeout\)")
 
 
-def _timed(frame: Frame, source: Source) -> bool:
-    """Whether a thread's own line gives the library's wait below it a timeout, read from
-    `source` (no where the line cannot be read)."""
-    return bool(_TIMED_CALL.search(code_at(frame, source) or ""))
+def _timed(frame: Frame, waiting: list[Frame] | tuple[Frame, ...], source: Source) -> bool:
+    """Whether a thread's wait below its own line was given a timeout: its line's wait call
+    passes one (`_wait_call`), else threading.py's own line says so (`_TIMED_WAIT`: a
+    heartbeat's helper in a library does the `stop.wait(1)`, its line `hb.run_forever()`;
+    a call split over lines, `while not stop.wait(` with `timeout=` on the next). Both read
+    through `source`: under docker threading.py is the image's, which `source_at` reads
+    as no file (a host's file of another version says anything at that line). No where
+    neither can be read."""
+    if _TIMED_CALL.search(_wait_call(code_at(frame, source) or "")):
+        return True
+    return bool(waiting) and bool(_TIMED_WAIT.search(code_at(waiting[0], source) or ""))
+
+
+def _wait_call(code: str) -> str:
+    """The wait call of a user's line, its name and arguments (to its closing bracket, or
+    the line's end where it goes on): the last on the line not inside another's brackets,
+    so a timeout another call passes is not its (`", ".join(parts); ev.wait()`, `d.get(k,
+    0); q.get()` read as timed waits). The whole line where it calls none by name (a
+    helper that waits, `hb.beat_forever(timeout=1)`)."""
+    found = ""
+    end = 0
+    for call in _WAIT_CALL.finditer(code):
+        if call.start() < end:
+            continue  # inside the call before it: `stop.wait(cfg.get("t", 1))`
+        depth, end = 0, len(code)
+        for index in range(call.end() - 1, len(code)):
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(code[index], 0)
+            if depth == 0:
+                end = index + 1
+                break
+        found = code[call.start() : end]
+    return found or code
 
 
 def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
@@ -585,7 +618,9 @@ def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
     does (`_polls_a_thread` asks the loop), and read as one that runs it titled the hang
     `hang in <module>` at the get, beside `w` on a held lock (review)."""
     if waiting:
-        return any(in_file(waiting[0], path) for path in _THREAD_WAITS) and _timed(frame, source)
+        return any(in_file(waiting[0], path) for path in _THREAD_WAITS) and _timed(
+            frame, waiting, source
+        )
     return blocking_line(frame, source) == _SLEEP
 
 

@@ -12,6 +12,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
+from reprospec.outcome.hangsource import source_at
 from reprospec.outcome.hungstacks import (
     WORKER_LABEL,
     Frame,
@@ -679,10 +680,105 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
         f'  File "{job}", line 12 in <module>\n'
     )
     assert hung_frame(stack) == Frame(str(job), 8, "work")
-    # A threading.py of another version at that path: its lines are not read.
+    # A threading.py that says every wait had a timeout, read under docker: the image's
+    # file, none of this host's (source_at), whatever a host's file at that path says.
     lib.parent.mkdir(parents=True)
     lib.write_text("\n".join(["        waiter.acquire(True, timeout)"] * 400))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "job.py").write_text(job.read_text())
+    moved = stack.replace(str(job), str(tmp_path / "work" / "job.py"))
+    container = source_at(tmp_path / "work", docker=True)
+    assert hung_frame(moved, container) == Frame(str(tmp_path / "work" / "job.py"), 8, "work")
+
+
+# threading's Condition.wait, its line given a timeout and not (3.11's).
+_CONDITION_WAIT = (
+    "    def wait(self, timeout=None):\n" + "\n" * 325 + "                waiter.acquire()\n"
+    "                gotit = True\n            else:\n                if timeout > 0:\n"
+    "                    gotit = waiter.acquire(True, timeout)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("beat", "below"),
+    [
+        # A library's helper does the `stop.wait(1)`: its line is the user's last.
+        ("hb.run_forever()", '  File "/venv/lib/python3.11/site-packages/hb.py", line 9 in run\n'),
+        # A call split over lines: the timeout is on the next.
+        ("while not stop.wait(", ""),
+    ],
+)
+def test_a_heartbeats_timeout_not_on_its_line_is_read_from_threadings(
+    tmp_path: Path, beat: str, below: str
+) -> None:
+    """Where the heartbeat's own line shows no timeout, threading.py's line below it says
+    whether its wait was given one (`waiter.acquire(True, timeout)`): a local attempt's is
+    this host's file. Read from the user's line alone, both heartbeats waited for good,
+    level with `w` on the lock, and the dump's order titled the hang `hang in beat`
+    (review); under docker threading.py is the image's, not read, and the order stands."""
+    lib = tmp_path / "lib" / "python3.11" / "threading.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text(_CONDITION_WAIT)
+    work = tmp_path / "work"
+    work.mkdir()
+    job = work / "job.py"
+    job.write_text(
+        "import threading\nlock = threading.Lock()\ndef beat():\n"
+        f"    {beat}\n        timeout=1):\n        pass\ndef work():\n    with lock:\n"
+    )
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{lib}", line 331 in wait\n'
+        f'  File "{lib}", line 629 in wait\n'
+        f"{below}"
+        f'  File "{job}", line 4 in beat\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{job}", line 8 in work\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
     assert hung_frame(stack) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source_at(work)) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source_at(work, docker=True)) == Frame(str(job), 4, "beat")
+
+
+@pytest.mark.parametrize(
+    ("line", "below"),
+    [
+        ('s = ", ".join(parts); ev.wait()', '  File "{lib}", line 629 in wait\n'),
+        ("n = d.get(k, 0); q.get()", '  File "/usr/lib/python3.11/queue.py", line 171 in get\n'),
+    ],
+)
+def test_a_timeout_is_read_from_the_wait_call_not_another_call_on_its_line(
+    tmp_path: Path, line: str, below: str
+) -> None:
+    """Another call's arguments on the line (`", ".join(parts)`, a dict's `get(k, 0)`) are
+    not the wait's: read as its timeout, the thread blocked for good ranked as a sleeper
+    or a consumer that polls, after the busy thread dumped before it (review)."""
+    lib = tmp_path / "gone" / "lib" / "python3.11" / "threading.py"  # none to read
+    job = tmp_path / "job.py"
+    job.write_text(f"import threading\ndef busy():\n    x += 1\ndef stuck():\n    {line}\n")
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{job}", line 3 in busy\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{lib}", line 327 in wait\n'
+        + below.format(lib=lib)
+        + f'  File "{job}", line 5 in stuck\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
+    assert hung_frame(stack) == Frame(str(job), 5, "stuck")
 
 
 @pytest.mark.parametrize("get", ["q.get(timeout=0.2)", "q.get(True, 0.2)", "f.result(timeout=1)"])
@@ -723,7 +819,9 @@ def test_a_join_names_a_consumer_polling_with_a_timeout_not_the_heartbeat(
     assert hung_frame(stack) == Frame(str(job), 8, "work")
 
 
-_LIB = "/usr/lib/python3.11"
+# An interpreter's library no host has: threading.py's own line is read where the user's
+# shows no timeout (`_timed`), and a host's file there would say anything at these lines.
+_LIB = "/no-such-prefix/lib/python3.11"
 # The library frames a thread waits in below its own line: a queue's `get()`, an Event's
 # `wait()` (threading's Condition wait under it).
 _QUEUE_GET = (
