@@ -66,6 +66,28 @@ def test_a_list_built_already_is_not_asked_of_the_index(
     assert "(1 of 2 built already in " in check.why, check.why
 
 
+def test_a_path_entry_built_already_is_keyed_as_the_run_keys_it(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # doctor keyed a `./mypkg` list by its own copy of the recipe: one that drifted from the
+    # run's (its sources read from another folder, or not at all) asked the index of an
+    # environment the run reuses as it is.
+    spec_dir = tmp_path / "spec"
+    (spec_dir / "mypkg").mkdir(parents=True)
+    (spec_dir / "mypkg" / "pyproject.toml").write_text("[project]\nname = 'mypkg'\n")
+    request = venvs.request_for(PYTHON, ("./mypkg",), venvs.IndexConfig(), cwd=spec_dir)
+    assert request.sources  # keyed by the folder's files, not its text alone
+    folder = tmp_path / "envs" / request.key()
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").touch()
+    (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+    check = resolve_check(_needs(("./mypkg",)), None, None, spec_dir)
+    assert check is not None
+    assert check.status == "pass", check
+    assert asked == []
+    assert "(1 of 1 built already in " in check.why, check.why
+
+
 def test_once_the_index_did_not_answer_the_other_lists_are_not_asked(
     asked: list[tuple[str, ...]], tmp_path: Path
 ) -> None:

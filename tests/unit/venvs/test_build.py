@@ -18,8 +18,10 @@ from reprospec.venvs.build import (
     local_sources,
     locked,
     not_found,
+    request_for,
     uv_error,
 )
+from reprospec.venvs.index import IndexConfig
 
 # uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
 # (recorded on this machine, NO_COLOR=1).
@@ -186,11 +188,8 @@ def test_a_build_that_raised_leaves_its_lock_file_to_a_uv_that_outlived_it(
 
 
 def _request(packages: tuple[str, ...], cwd: Path) -> EnvRequest:
-    return EnvRequest(
-        python=Interpreter("/usr/bin/python3", "3.11.7"),
-        packages=packages,
-        sources=local_sources(packages, cwd),
-    )
+    # Keyed as the run and doctor key it (`request_for`), not a copy of its recipe.
+    return request_for(Interpreter("/usr/bin/python3", "3.11.7"), packages, IndexConfig(), cwd=cwd)
 
 
 def test_a_folder_package_keys_its_environment_by_where_it_is_and_what_it_holds(
