@@ -14,13 +14,20 @@ from reprospec.venvs.index import IndexConfig
 
 def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every EnvBuildError of run_uv was read as "took over 120s" of an index that did not
-    # answer, which left every other list of doctor's venv-packages unasked.
-    def missing(*_: object, **__: object) -> NoReturn:
+    # answer, which left every other list of doctor's venv-packages unasked. The real run_uv
+    # and resolve run: only uv's lookup fails, inside run_uv's `try`.
+    def missing() -> NoReturn:
         raise build.EnvBuildError("uv is not installed: pip install uv")
 
-    monkeypatch.setattr(resolving, "run_uv", missing)
+    def started(*_: object, **__: object) -> NoReturn:
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(build, "uv_binary", missing)
+    monkeypatch.setattr(subprocess, "run", started)
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig())
     assert answer == resolving.Resolved("unknown", "uv is not installed: pip install uv")
+    assert not answer.timed_out
+    assert not answer.unreached
 
 
 def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
