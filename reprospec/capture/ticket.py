@@ -1965,15 +1965,39 @@ def _gdb_frames_at(text: str, stop: re.Match[str]) -> int:
 def _lldb_frames_at(text: str, stop: int) -> int:
     """Where in `text` the frames of lldb's crash stop (at `stop`, `_lldb_signal`'s) begin:
     its thread's backtrace where `bt all` (`thread backtrace all`) printed every thread's,
-    from thread #1 on, the one that crashed after another's; else the stop."""
+    from thread #1 on, the one that crashed after another's; else the stop. Only up to
+    the session's next run (`_lldb_session_end`): another run's thread of that number
+    stopped elsewhere."""
     line_end = text.find("\n", stop)
     line_start = text.rfind("\n", 0, stop) + 1
     thread = re.search(r"\bthread #(\d+)\b", text[line_start:stop])
     if thread is not None and line_end != -1:
         header = re.compile(rf"^[ \t]*(?:\* )?thread #{thread[1]}\b", re.MULTILINE)
-        if (again := header.search(text, line_end)) is not None:
+        end = _lldb_session_end(text, line_start, line_end)
+        if (again := header.search(text, line_end, end)) is not None:
             return again.start()
     return stop
+
+
+# lldb's start of another run: its prompt's `run` (`r`, `process launch`, `attach`), a
+# process's `Process 23590 launched: ...` (or `stopped`, `attaching`).
+_LLDB_RUN = re.compile(
+    r"^[ \t]*\(lldb\) +(?:r|run|process +(?:launch|attach)|attach)\b"
+    r"|^[ \t]*Process (?P<process>\d+) (?:launched|stopped|attaching)\b",
+    re.MULTILINE,
+)
+
+
+def _lldb_session_end(text: str, line_start: int, line_end: int) -> int:
+    """Where the run of lldb's stop (on the line from `line_start` to `line_end`) ends in
+    `text`: at another run (`_LLDB_RUN`) of another process than the stop's (its `Process
+    N stopped` above it; batch mode prints its `launched` after the stop); else the end."""
+    before = [m["process"] for m in _LLDB_RUN.finditer(text, 0, line_start) if m["process"]]
+    process = before[-1] if before else None
+    for run in _LLDB_RUN.finditer(text, line_end):
+        if run["process"] is None or run["process"] != process:
+            return run.start()
+    return len(text)
 
 
 def _lldb_signal(text: str) -> tuple[str | None, str, int] | None:

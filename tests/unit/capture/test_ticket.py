@@ -3075,6 +3075,30 @@ def test_lldb_frames_are_the_crash_stops_not_an_earlier_stops() -> None:
     assert "__futex_wait" in attached
     read = read_ticket(attached)
     assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash)
+    # The crash's stop without a `bt`, then another run to a breakpoint and its `bt`: the
+    # later run's thread #1 was read as the crash's, its frames `main@crash.c` on.
+    rerun = """\
+(lldb) run
+Process 100 stopped
+* thread #1, name = 'crash', stop reason = signal SIGSEGV: invalid address (fault address: 0x0)
+    frame #0: 0x00007ffff7f37ad8 libc.so.6`__strlen_evex at strlen-evex.S:79
+Process 100 launched: '/tmp/A/lldb/crash' (x86_64)
+(lldb) b main
+Breakpoint 1: where = crash`main + 15 at crash.c:3:5, address = 0x0000000000001150
+(lldb) run
+There is a running process, kill it and restart?: [Y/n] y
+Process 100 exited with status = 9 (0x00000009) killed
+Process 101 launched: '/tmp/A/lldb/crash' (x86_64)
+Process 101 stopped
+* thread #1, name = 'crash', stop reason = breakpoint 1.1
+    frame #0: 0x0000555555555150 crash`main(argc=1, argv=0x00007fffffffe7f8) at crash.c:3:5
+(lldb) bt
+* thread #1, name = 'crash', stop reason = breakpoint 1.1
+  * frame #0: 0x0000555555555150 crash`main(argc=1, argv=0x00007fffffffe7f8) at crash.c:3:5
+    frame #1: 0x0000555555555081 crash`_start + 33
+"""
+    read = read_ticket(rerun)
+    assert (read.failure.signal, read.native_frames) == ("SIGSEGV", crash[:1])
 
 
 def test_colours_whose_escape_character_a_paste_dropped_are_no_words_of_the_log() -> None:
