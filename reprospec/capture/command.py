@@ -96,7 +96,7 @@ from reprospec.core.logtext import printable, shell_line
 from reprospec.core.pythonargs import is_python
 from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
-from reprospec.core.results import AttemptResult, Outcome, RunResult
+from reprospec.core.results import AttemptResult, GroupMember, Outcome, RunResult
 from reprospec.core.units import format_duration
 from reprospec.core.words import (
     A_SHELLS_137_OR_AN_EXIT_STATUS,
@@ -1056,12 +1056,12 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
         chosen = next(o for o in failures if o.signature == signature)
         steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
         held = [
-            frozenset(m.type for m in o.members)
+            frozenset(m.type for m in _group_members(o))
             for o in failures
-            if o.members
+            if _group_members(o)
             and native.agrees(o.signature, signature, native_unknown=True, across_builds=False)
         ]
-        common = frozenset.intersection(*held) if chosen.members and held else None
+        common = frozenset.intersection(*held) if _group_members(chosen) and held else None
         return Observed(chosen, count, len(outcomes), steps=steps, common_members=common)
 
     first = observed(*ranked[0])
@@ -1072,6 +1072,14 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
         if not native.agrees(signature, first.signature, native_unknown=True, across_builds=False)
     ]
     return replace(first, others=tuple(observed(*other) for other in others))
+
+
+def _group_members(outcome: Outcome) -> tuple[GroupMember, ...]:
+    """The members of the exception group `expect` is read from: the one that ended the
+    process, else the last traceback's, where the process went on after it."""
+    if outcome.members or outcome.exception or outcome.last_traceback is None:
+        return outcome.members
+    return outcome.last_traceback.members
 
 
 def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject, dict[str, str]]:
@@ -1133,11 +1141,23 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             expect["exception"], message, comments["exception"] = group
     elif outcome.kind == "error" and outcome.last_traceback is not None:
         # Printed, then the process exited its own way (a handled exception it logged, a
-        # child's under `make`): the judge matches the last traceback printed too.
-        expect["exception"] = outcome.last_traceback.type
+        # child's under `make`): the judge matches the last traceback printed too, and an
+        # exception group's members in it, by the same rule as the exception's.
+        last = outcome.last_traceback
+        expect["exception"] = last.type
         comments["exception"] = (
             f"the last traceback printed; the process went on and exited {outcome.exit_code}"
         )
+        common = observed.common_members
+        group = group_expectation(
+            last.type,
+            last.members,
+            frozenset(m.type for m in last.members) if common is None else common,
+            ended=False,
+        )
+        if group is not None:
+            expect["exception"], message, member = group
+            comments["exception"] += f"; {member}"
     elif outcome.kind == "crash" and keys.exception:
         expect["exception"] = keys.exception
     if outcome.kind == "error" and message:

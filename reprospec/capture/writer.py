@@ -411,7 +411,11 @@ class _Member(Protocol):
 
 
 def group_expectation(
-    group: str, members: Sequence[_Member], common: Collection[str] | None = None
+    group: str,
+    members: Sequence[_Member],
+    common: Collection[str] | None = None,
+    *,
+    ended: bool = True,
 ) -> tuple[str, str | None, str] | None:
     """`expect`'s exception, message and comment for an exception group (every
     asyncio.TaskGroup failure), by one rule for a command capture ran and a ticket's log;
@@ -421,7 +425,8 @@ def group_expectation(
     failed before it was cancelled is timing's (one gave `[KeyError,ValueError]`,
     `[ValueError]` and `[KeyError]`), so a live capture passes `common`, the member types
     every attempt of the failure held: the first of them by name, or, where none is in all,
-    the group's type and no message. None: a log's one attempt, its first member to fail."""
+    the group's type and no message. None: a log's one attempt, its first member to fail.
+    `ended`: the group ended the process, else it was the last traceback printed."""
     if not members:
         return None
     if common is None:
@@ -431,7 +436,7 @@ def group_expectation(
         return group, None, group_member_note(group, "none")
     chosen = min(common)
     message = next((m.message for m in members if m.type == chosen), None)
-    return chosen, (message or "").strip() or None, group_member_note(group, "common")
+    return chosen, (message or "").strip() or None, group_member_note(group, "common", ended=ended)
 
 
 def comment_key(key: str, expect: Mapping[str, object]) -> str:

@@ -348,17 +348,18 @@ THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception 
 _MET_IN_ANY_GROUP = "as the judge meets it in any group that holds one"
 
 
-def group_member_note(group: str, member: Literal["common", "first", "none"]) -> str:
+def group_member_note(
+    group: str, member: Literal["common", "first", "none"], *, ended: bool = True
+) -> str:
     """A captured spec's comment on `expect.exception` for an exception group (every
     asyncio.TaskGroup failure) expected by a member (capture/writer.group_expectation):
     `common`, one every attempt of it held (a live capture); `first`, a log's first member
     to fail (its one attempt), which timing may change; `none`, the attempts held no
-    member in common, so the group's type is expected alone."""
+    member in common, so the group's type is expected alone. `ended`: the group ended the
+    process, else it was the last traceback printed before the process went on."""
     if member == "common":
-        return (
-            f"a member of the {group} that ended it, held by every attempt of it, "
-            + _MET_IN_ANY_GROUP
-        )
+        which = "that ended it" if ended else "printed last"
+        return f"a member of the {group} {which}, held by every attempt of it, " + _MET_IN_ANY_GROUP
     if member == "first":
         return (
             f"a member of the log's {group}, the first to fail, {_MET_IN_ANY_GROUP}; "

@@ -354,6 +354,43 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
     assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
 
 
+def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
+    # A process that printed a TaskGroup's traceback and exited its own way (`error exit 2
+    # (last traceback: ExceptionGroup[ValueError])`) still wrote `exception: ExceptionGroup`
+    # and no message: met by any TaskGroup's failure (review).
+    from reprospec.capture.command import Observed, expectation, observe
+    from reprospec.core.results import ChainLink, GroupMember, Outcome
+
+    def printed(number: int, *members: str) -> AttemptResult:
+        last = ChainLink(
+            "ExceptionGroup",
+            f"unhandled errors in a TaskGroup ({len(members)} sub-exceptions)",
+            members=tuple(GroupMember(m, f"{m.lower()} 7") for m in members),
+        )
+        outcome = Outcome("error", exit_code=2, signature="error:exit-2", last_traceback=last)
+        return AttemptResult(
+            attempt=number, duration_s=0.1, outcome=outcome, matched=False, mismatches=(), logs=""
+        )
+
+    one = printed(1, "ValueError").outcome
+    assert isinstance(one, Outcome)
+    expect, comments = expectation(Observed(one, 3, 3))
+    assert (expect["exception"], expect["message"], expect["exit_code"]) == (
+        "ValueError",
+        r"valueerror \d+",
+        2,
+    )
+    assert comments["exception"].startswith("the last traceback printed; the process went on")
+    assert "a member of the ExceptionGroup printed last, held by" in comments["exception"]
+    # Its members by the rule of a group that ended the process: one every attempt held.
+    seen = [printed(1, "KeyError", "ValueError"), printed(2, "ValueError")]
+    expect, _ = expectation(observe(seen))
+    assert expect["exception"] == "ValueError"
+    expect, comments = expectation(observe([*seen, printed(3, "KeyError")]))
+    assert (expect["exception"], "message" in expect) == ("ExceptionGroup", False)
+    assert "none in all" in comments["exception"]
+
+
 def _group_failure(number: int, *members: str) -> AttemptResult:
     from reprospec.core.results import GroupMember, Outcome, group_named
 
