@@ -291,6 +291,7 @@ def hung_processes(
         elif (
             frame is not None
             and not away
+            and not at_exit  # `_left_waiting` read its threads, the harness's left out
             and (_named_elsewhere(first, frame, threads) or _sleeps(frame, waiting, source))
         ):
             # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another

@@ -12,7 +12,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
-from reprospec.outcome.hangsource import source_at
+from reprospec.outcome.hangsource import source_at, unread
 from reprospec.outcome.hungstacks import (
     WORKER_LABEL,
     Frame,
@@ -477,6 +477,26 @@ def test_a_main_thread_waiting_at_exit_for_a_thread_it_never_joined() -> None:
         "pid 4200's threads were in /work/t.py:6 in stuck, its main thread waiting at exit "
         "for them, never joined, in /usr/lib/python3.11/threading.py:1590 in _shutdown"
     )
+
+
+def test_the_report_reads_a_wait_at_exit_as_the_classifier_did() -> None:
+    """The report reads the dump again with no file and the thread the classifier named
+    (`first`): a wait at exit beside a harness thread read as polling, every other thread
+    its own, the harness's `beat` among them (review)."""
+    harness = _AT_EXIT.replace(
+        "\nCurrent thread",
+        "Thread 0x00007effa263d6c1 (most recent call first):\n"
+        '  File "/work/reprospec_harness/x.py", line 6 in beat\n'
+        '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread",
+    )
+    first = hung_frame(harness)
+    assert first == Frame("/work/t.py", 6, "stuck")
+    classified, reported = where_stuck(harness), where_stuck(harness, unread, first)
+    assert classified is not None
+    assert reported is not None
+    assert (reported.joined, reported.at_exit, reported.polled) == ((first,), True, False)
+    assert reported.describe() == classified.describe()
 
 
 def test_a_process_away_from_the_tree_waiting_at_exit_holds_no_hang() -> None:
