@@ -1256,10 +1256,16 @@ def chosen_interpreter(
     found = shutil.which(program) if "/" not in program else str(workdir / program)
     line = shebang(Path(found), 512) if found else []
     if line and line[0].startswith("/") and is_python(line[0]):
-        if found and "/" in program and Path(found).absolute().parent == Path(line[0]).parent:
+        if (
+            found
+            and "/" in program
+            and os.path.realpath(Path(found).parent) == os.path.realpath(Path(line[0]).parent)
+        ):
             # An environment's console script by its path (`/home/me/.venv/bin/pytest`),
             # beside the interpreter its `#!` names: by its name, as that interpreter is,
             # which the run's environment provides. The spec held the path of this machine.
+            # The folders are compared real (`../venv/bin/tool`, a linked `.venv`), not the
+            # interpreter, which links out of its environment.
             words[at] = Path(program).name
         return tuple(words), _not_ours(line[0])
     return tuple(words), None

@@ -40,6 +40,22 @@ def test_an_interpreter_beside_the_engines_own_is_another_one(tmp_path: Path) ->
     assert (command, python) == (("python", "t.py"), str(other))
 
 
+def test_a_console_script_beside_its_interpreter_by_a_path_not_normal_is_by_its_name(
+    tmp_path: Path,
+) -> None:
+    # `Path(found).absolute()` kept `..` and links: `../venv/bin/tool` and a linked `.venv`
+    # stayed this machine's paths in the spec, where the absolute path was `tool` (review).
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "tool").write_text(f"#!{venv}/bin/python\nimport sys\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".venv").symlink_to(venv)
+    for program in (str(venv / "bin" / "tool"), "../venv/bin/tool", ".venv/bin/tool"):
+        command, _ = chosen_interpreter([program, "x"], None, work)
+        assert command == ("tool", "x"), program
+
+
 def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() -> None:
     # The main loop's step (10), noticed some steps after the worker died, was in the title
     # (`SIGSEGV in a DataLoader worker at train step 10`) while `expect` said no step could
