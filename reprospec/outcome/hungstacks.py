@@ -44,6 +44,7 @@ from reprospec.outcome.hangsource import (
     in_file,
     loop_at,
     on_disk,
+    unread,
 )
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
@@ -339,8 +340,9 @@ def _named_elsewhere(
 
 
 def stuck_worker(stack: str | None) -> HungProcess | None:
-    """The first DataLoader worker that was fetching an item in the user's code, if any."""
-    return _first_stuck_worker(hung_processes(stack))
+    """The first DataLoader worker that was fetching an item in the user's code, if any: no
+    line of a file says which (`unread`), nor where it was."""
+    return _first_stuck_worker(hung_processes(stack, unread))
 
 
 def stuck_child(
@@ -645,8 +647,9 @@ def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | Non
 
 def label_workers(stack: str) -> str:
     """The dump with each DataLoader worker's header labelled (`--- pid 4242 (python
-    train.py) [DataLoader worker] ---`): its processes share one command line."""
-    workers = {p.pid for p in hung_processes(stack) if p.worker}
+    train.py) [DataLoader worker] ---`): its processes share one command line. A worker
+    is told by its frames: no file is read (`unread`; the report reads none)."""
+    workers = {p.pid for p in hung_processes(stack, unread) if p.worker}
     if not workers:
         return stack
 

@@ -940,3 +940,31 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
     assert stuck.polled == (named == "work")
     if named == "work":
         assert "its main thread waiting for them in a sleep loop in " in stuck.describe()
+
+
+def test_labelling_a_dumps_workers_reads_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's Stacks block labels the workers by their frames: it read the program's
+    file for each thread (the report reads none, review), as does a stuck worker's find."""
+    job = tmp_path / "job.py"
+    job.write_text("import time\ndef beat():\n    while True:\n        time.sleep(1)\n")
+    stack = (
+        "--- pid 88 (python job.py) ---\nThread 0x1 (most recent call first):\n"
+        f'  File "{job}", line 4 in beat\n  File "{_LIB}/threading.py", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{_LIB}/threading.py", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{_LIB}/threading.py", line 1119 in join\n'
+        f'  File "{job}", line 6 in <module>\n'
+    )
+    read: list[Path] = []
+    text = Path.read_text
+
+    def spy(path: Path, *args: str, **kwargs: str) -> str:
+        read.append(path)
+        return text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", spy)
+    assert label_workers(stack) == stack
+    assert stuck_worker(stack) is None
+    assert read == []
