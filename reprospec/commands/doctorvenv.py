@@ -27,6 +27,11 @@ _UNKNOWN_TODO = (
     "make the index reachable (your uv or pip configuration's, or --find-links DIR): the venv "
     "runner builds each cell's venv from it"
 )
+# Of each `Resolved.stopped`: why the lists left are not asked once one answered so.
+_STOPPED = {
+    "unreached": "the index did not answer",
+    "timed_out": "uv pip compile of an earlier list timed out",
+}
 
 
 def resolve_check(
@@ -80,7 +85,7 @@ def resolve_check(
     unsatisfiable: list[str] = []
     unknown: list[str] = []
     unasked = 0  # lists not asked once the index did not answer, or uv timed out
-    stopped = ""  # why the lists left are not asked
+    stopped = ""  # why the lists left are not asked (Resolved.stopped)
     built = 0
     lists = 0
     for (wanted, packages), cells in groups.items():
@@ -106,12 +111,9 @@ def resolve_check(
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
-            if answer.unreached:
-                stopped = "the index did not answer"
-            elif answer.timed_out:
-                stopped = "uv pip compile of an earlier list timed out"
+            stopped = answer.stopped
     if unasked:
-        unknown.append(f"{plural(unasked, 'other package list')} not checked: {stopped}")
+        unknown.append(f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped]}")
     if unsatisfiable:
         return Check(
             "venv-packages",

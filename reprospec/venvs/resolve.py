@@ -46,12 +46,11 @@ class Resolved:
 
     state: Literal["ok", "unsatisfiable", "unknown"]
     said: str = ""
-    # `unknown` because the index did not answer (uv's network words): every list asked of
-    # the same index waits it out again.
-    unreached: bool = False
-    # `unknown` because uv ran past the timeout: a slow resolve (backtracking over a long
-    # list) as often as a silent index, which is not said of it.
-    timed_out: bool = False
+    # Why an `unknown` answer says something of the lists asked after it ("": it does not):
+    # `unreached`, the index did not answer (uv's network words), and every list asked of
+    # the same index waits it out again; `timed_out`, uv ran past the timeout, a slow
+    # resolve (backtracking over a long list) as often as a silent index, not said of it.
+    stopped: Literal["", "unreached", "timed_out"] = ""
 
 
 def resolve(
@@ -73,7 +72,7 @@ def resolve(
             input="".join(f"{requirement}\n" for requirement in packages),
         )
     except UvTimeout:
-        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", timed_out=True)
+        return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", stopped="timed_out")
     except EnvBuildError as exc:  # (uv is not installed)
         return Resolved("unknown", str(exc))
     except OSError as exc:
@@ -88,4 +87,4 @@ def resolve(
     backend = "failed to build" in lowered and "build backend returned an error" in lowered
     if ("no solution found" in lowered or backend) and not unreached:
         return Resolved("unsatisfiable", uv_error(output))
-    return Resolved("unknown", uv_error(output), unreached=unreached)
+    return Resolved("unknown", uv_error(output), stopped="unreached" if unreached else "")

@@ -93,7 +93,9 @@ def test_once_the_index_did_not_answer_the_other_lists_are_not_asked(
 ) -> None:
     # Each list waited out uv's network timeouts again (up to 120 s each), the index shared.
     for version in ("1", "2", "3"):
-        ANSWERS[(f"six=={version}",)] = Resolved("unknown", "Connection refused", unreached=True)
+        ANSWERS[(f"six=={version}",)] = Resolved(
+            "unknown", "Connection refused", stopped="unreached"
+        )
     check = resolve_check(_needs(("six==1",), ("six==2",), ("six==3",)), None, None, tmp_path)
     assert check is not None
     assert check.status == "warn", check
@@ -114,7 +116,7 @@ def test_a_list_that_timed_out_is_not_said_to_be_the_index_not_answering(
 ) -> None:
     # A long list's resolve backtracked past 120 s: the small lists after it were "not
     # checked: the index did not answer", which no network error said.
-    ANSWERS[("big==1",)] = Resolved("unknown", "uv pip compile took over 120s", timed_out=True)
+    ANSWERS[("big==1",)] = Resolved("unknown", "uv pip compile took over 120s", stopped="timed_out")
     check = resolve_check(_needs(("big==1",), ("six==2",), ("six==3",)), None, None, tmp_path)
     assert check is not None
     assert check.status == "warn", check

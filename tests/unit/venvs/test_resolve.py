@@ -26,8 +26,7 @@ def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(subprocess, "run", started)
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig())
     assert answer == resolving.Resolved("unknown", "uv is not installed: pip install uv")
-    assert not answer.timed_out
-    assert not answer.unreached
+    assert not answer.stopped
 
 
 def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,5 +41,4 @@ def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) ->
     assert answer.state == "unknown"
     assert answer.said == "uv pip compile took over 5s"
     # A slow resolve as often as a silent index: not said to be the index's.
-    assert answer.timed_out
-    assert not answer.unreached
+    assert answer.stopped == "timed_out"
