@@ -52,7 +52,7 @@ _POLLS = (
         # The main thread leaves the program's code and waits at exit for `w`: a join too.
         ("not time.sleep(0.05)", "lock.acquire()", "pass"),
         # A heartbeat that waits on an Event with a timeout, as `w` waits in q.get(): the
-        # same threading frames, but the heartbeat's wakes (`acquire(True, timeout)`).
+        # same threading frames, but the heartbeat's wakes (its own line passes a timeout).
         ("not stop.wait(0.05)", "q.get()", "w.join()"),
         # The main thread polls `w` in a sleep loop instead of joining it: a join too.
         ("not time.sleep(0.05)", "lock.acquire()", "while w.is_alive(): time.sleep(0.05)"),

@@ -552,7 +552,7 @@ w.join()
 
 @pytest.mark.parametrize(
     "line",
-    ["with lock:", "lock.acquire()", "threading.Event().wait()", "lock.acquire()  # sleep()"],
+    ["with lock:", "lock.acquire()", "lock.acquire()  # sleep()"],
 )
 def test_a_join_names_the_thread_on_a_lock_not_the_heartbeat_that_sleeps(
     tmp_path: Path, line: str
