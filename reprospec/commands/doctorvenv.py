@@ -27,10 +27,16 @@ _UNKNOWN_TODO = (
     "make the index reachable (your uv or pip configuration's, or --find-links DIR): the venv "
     "runner builds each cell's venv from it"
 )
-# Of each `Resolved.stopped`: why the lists left are not asked once one answered so.
+_TIMED_OUT_TODO = (
+    "pin more of the long list (`uv pip compile` of it alone shows where it backtracks), or "
+    "make the index reachable if it is silent"
+)
+# Of each `Resolved.stopped`: why the lists left are not asked once one answered so, and
+# what to do of such an answer. A timeout was told to make the index reachable, where the
+# resolver was as likely only slow.
 _STOPPED = {
-    "unreached": "the index did not answer",
-    "timed_out": "uv pip compile of an earlier list timed out",
+    "unreached": ("the index did not answer", _UNKNOWN_TODO),
+    "timed_out": ("uv pip compile of an earlier list timed out", _TIMED_OUT_TODO),
 }
 
 
@@ -86,6 +92,7 @@ def resolve_check(
     unknown: list[str] = []
     unasked = 0  # lists not asked once the index did not answer, or uv timed out
     stopped = ""  # why the lists left are not asked (Resolved.stopped)
+    todos: dict[str, None] = {}  # of each unknown answer, in order (_STOPPED's)
     built = 0
     lists = 0
     for (wanted, packages), cells in groups.items():
@@ -112,8 +119,11 @@ def resolve_check(
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
             stopped = answer.stopped
+            todos[_STOPPED[stopped][1] if stopped else _UNKNOWN_TODO] = None
     if unasked:
-        unknown.append(f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped]}")
+        unknown.append(
+            f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped][0]}"
+        )
     if unsatisfiable:
         return Check(
             "venv-packages",
@@ -129,7 +139,7 @@ def resolve_check(
             "warn",
             f"could not check that the cells' packages resolve (uv pip compile): "
             f"{'; '.join(unknown)}",
-            _UNKNOWN_TODO,
+            "; or ".join(todos),
         )
     if not lists:
         return None  # no interpreter found to resolve for: venv-python fails
