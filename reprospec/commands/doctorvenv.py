@@ -34,9 +34,12 @@ _TIMED_OUT_TODO = (
 # Of each `Resolved.stopped`: why the lists left are not asked once one answered so, and
 # what to do of such an answer. A timeout was told to make the index reachable, where the
 # resolver was as likely only slow.
+# A timeout is one long list's backtracking as likely as a silent index, which says nothing
+# of the other lists: they are asked still, up to this many timeouts (each up to 120 s).
+_TIMEOUTS = 2
 _STOPPED = {
     "unreached": ("the index did not answer", _UNKNOWN_TODO),
-    "timed_out": ("uv pip compile of an earlier list timed out", _TIMED_OUT_TODO),
+    "timed_out": ("uv pip compile of two earlier lists timed out", _TIMED_OUT_TODO),
 }
 
 
@@ -60,8 +63,10 @@ def resolve_check(
     default ($REPROSPEC_ENVS, else .reprospec/envs) is not asked: the venv runner reuses it
     as it is, and a version deleted from the index since failed a spec that runs. Once the
     index did not answer, the lists left are not asked either: they share it, and each
-    waited out uv's network timeouts again; nor once a list ran past the resolve's timeout
-    (a slow resolve or a silent index, each up to 120 s), said so."""
+    waited out uv's network timeouts again; nor once two lists ran past the resolve's
+    timeout (each up to 120 s): one is a long list's slow resolve as likely as a silent
+    index, which says nothing of the others, and a silent index is told mostly by uv's own
+    network words first. Said so."""
     from reprospec import venvs
     from reprospec.core.runoptions import DEFAULT_OUT
     from reprospec.venvs.resolve import resolve
@@ -90,7 +95,8 @@ def resolve_check(
     interpreters: dict[str | None, Interpreter | None] = dict(found or {})
     unsatisfiable: list[str] = []
     unknown: list[str] = []
-    unasked = 0  # lists not asked once the index did not answer, or uv timed out
+    unasked = 0  # lists not asked once the index did not answer, or uv timed out twice
+    timeouts = 0
     stopped = ""  # why the lists left are not asked (Resolved.stopped)
     todos: dict[str, None] = {}  # of each unknown answer, in order (_STOPPED's)
     built = 0
@@ -118,8 +124,10 @@ def resolve_check(
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
-            stopped = answer.stopped
-            todos[_STOPPED[stopped][1] if stopped else _UNKNOWN_TODO] = None
+            timeouts += answer.stopped == "timed_out"
+            if answer.stopped == "unreached" or timeouts >= _TIMEOUTS:
+                stopped = answer.stopped
+            todos[_STOPPED[answer.stopped][1] if answer.stopped else _UNKNOWN_TODO] = None
     if unasked:
         unknown.append(
             f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped][0]}"
