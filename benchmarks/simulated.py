@@ -38,8 +38,8 @@ def source_at(before: str, relpath: str) -> str:
     uncommitted changes) whose file is read as it is. A folder only where `before` is
     written as a path (`./wt`, `/tmp/wt`, `../copy`): `--before main` from /work read
     /work/main's working tree, edits and all, not the branch; one that is both a folder and
-    a revision is refused as ambiguous. Neither, refused in one line, exit 2 (a folder or a
-    typo ended in git's CalledProcessError traceback)."""
+    a revision is refused as ambiguous. Neither, refused in one line, exit 2, that says which
+    it missed (a folder or a typo ended in git's CalledProcessError traceback)."""
     if os.sep in before or before.startswith("."):
         folder = Path(before)
         if folder.is_dir():
@@ -58,11 +58,22 @@ def source_at(before: str, relpath: str) -> str:
         text=True,
     )
     if shown.returncode:
-        _refuse(
-            f"--before {before}: neither a folder (written as a path: ./{before}) nor a git "
-            f"revision with {relpath} ({shown.stderr.strip()})"
-        )
+        _refuse(_not_found(before, relpath, shown.stderr.strip()))
     return shown.stdout
+
+
+def _not_found(before: str, relpath: str, stderr: str) -> str:
+    """Why `before` names no search: a path that is no folder, a folder written bare (where
+    the `./` is the fix), a revision without `relpath`, or no revision at all."""
+    if os.sep in before or before.startswith("."):
+        if _is_revision(before):  # a branch named like a path (feature/x), no folder
+            return f"--before {before}: git revision {before} has no {relpath} ({stderr})"
+        return f"--before {before}: no folder {before} (and no git revision)"
+    if Path(before).is_dir():
+        return f"--before {before}: no git revision; {before} is a folder here: write it ./{before}"
+    if _is_revision(before):
+        return f"--before {before}: git revision {before} has no {relpath} ({stderr})"
+    return f"--before {before}: no git revision {before} ({stderr})"
 
 
 def _is_revision(before: str) -> bool:

@@ -37,4 +37,20 @@ def test_a_revision_named_like_a_folder_is_the_revision(tmp_path: Path) -> None:
     typo = _simulate(tmp_path, "HEAD-nonesuch")
     assert typo.returncode == 2
     assert "Traceback" not in typo.stderr
-    assert "neither a folder (written as a path: ./HEAD-nonesuch) nor" in typo.stderr
+    assert "bisect_simulation.py: --before HEAD-nonesuch: no git revision HEAD-nonesuch (" in (
+        typo.stderr
+    )
+
+
+def test_a_refusal_says_which_it_missed(tmp_path: Path) -> None:
+    """A path that is no folder is told so, not to write it as a path (`././nonesuch`); a
+    bare name that is a folder here and no revision is told to write it `./wt`."""
+    (tmp_path / "wt").mkdir()
+    for before, said in [
+        ("./nonesuch", "no folder ./nonesuch (and no git revision)"),
+        (str(tmp_path / "gone"), f"no folder {tmp_path / 'gone'} (and no git revision)"),
+        ("wt", "no git revision; wt is a folder here: write it ./wt"),
+    ]:
+        refused = _simulate(tmp_path, before)
+        assert refused.returncode == 2
+        assert refused.stderr.strip() == f"bisect_simulation.py: --before {before}: {said}"
