@@ -27,6 +27,7 @@ from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
+from reprospec.outcome.tracebacks import exception_after
 from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
 
@@ -782,14 +783,21 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
     rank's `ValueError`) is not the outcome's: the title named torchrun's `<module>
     (torchrun:8)` as where the ValueError was raised. The last of all where none ends in it;
     None without one."""
-    starts = [m.start() for m in re.finditer(re.escape(TRACEBACK_HEADER), output)]
+    # Each from its header's line (an exception group's `  + Exception Group Traceback`).
+    starts = [
+        output.rfind("\n", 0, m.start()) + 1
+        for m in re.finditer(re.escape(TRACEBACK_HEADER), output)
+    ]
     if not starts:
         return None
     if exception is not None:
-        ends = re.compile(rf"^(?:[\w.]+\.)?{re.escape(exception)}(?::|$)", re.M)
+        wanted = exception.rpartition(".")[2]
         for at, start in reversed(list(enumerate(starts))):
             block = output[start : starts[at + 1] if at + 1 < len(starts) else len(output)]
-            if ends.search(block):
+            # The block's own exception line, past its frames: a line printed after the
+            # traceback (a log's `ValueError ...`) is none of it.
+            raised = exception_after(block.split("\n"), 0)
+            if raised is not None and raised.type.rpartition(".")[2] == wanted:
                 return output[start:]
     return output[starts[-1] :]
 

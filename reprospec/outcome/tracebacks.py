@@ -609,6 +609,14 @@ def _quoted(lines: list[str], header: int) -> bool:
     return False
 
 
+def exception_after(lines: list[str], header: int) -> PythonException | None:
+    """The exception the traceback whose header is `lines[header]` ended in (its type,
+    message and a group's members), read past its frames; None where another line comes
+    first (interleaved output). capture's footprint asks it of each traceback it picks
+    from."""
+    return _exception_after(lines, header)
+
+
 def _exception_after(lines: list[str], header: int) -> PythonException | None:
     group = "Exception Group" in lines[header]
     quoted = _quoted(lines, header)

@@ -129,3 +129,9 @@ def test_an_errors_frame_is_its_own_tracebacks_not_a_launchers_after_it() -> Non
     # The launcher's own exception is its own traceback's, and without one, the last.
     for exception in ("ChildFailedError", None):
         assert crash_frame(traceback_stack(output, exception), workdir) == "<module> (torchrun:8)"
+    # A traceback is picked by its own exception line, not by a line printed after it: a
+    # log's `ValueError ...` after torchrun's traceback took that for the rank's (review).
+    logged = f"{output}ValueError: seen in 3 batches\n"
+    assert crash_frame(traceback_stack(logged, "ValueError"), workdir) == "<module> (train.py:5)"
+    dotted = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+    assert crash_frame(traceback_stack(output, dotted), workdir) == "<module> (torchrun:8)"
