@@ -515,6 +515,27 @@ def _gone_hop(link: Path) -> str:
     return os.path.realpath(link)
 
 
+def link_target(link: Path) -> str:
+    """Where `link` points, one hop, as an absolute path read from the link's folder as it is
+    named (`/proj/envs/KEY -> ../shared/whole` is `/proj/shared/whole`): `realpath` also
+    resolved the folders above it, an environments folder under a linked `/proj` said as its
+    `/data/proj/...` target, a path the user never typed (as `_gone_hop` of an interpreter).
+    A `..` climbs lexically out of a folder that is no link, and out of a link's target
+    where it is one (`/proj/..` of a linked `/proj` is its target's parent). `realpath`
+    where the link cannot be read."""
+    try:
+        target = link.readlink()
+    except OSError:
+        return os.path.realpath(link)
+    here = link.parent.absolute()
+    for part in target.parts:  # an absolute target's "/" replaces the folder
+        if part == "..":
+            here = (here.resolve() if here.is_symlink() else here).parent
+        elif part != ".":
+            here = here / part
+    return str(here)
+
+
 def intact_meta(folder: Path, say: Callable[[str, str], None] | None = None) -> JsonObject | None:
     """The environment's description where it still holds what it was built with, else None
     (then it is built again, in place): a cached venv whose package was uninstalled or
@@ -649,9 +670,9 @@ def _build(
         if final.is_symlink():
             # A link to an environment kept elsewhere whose description cannot be read, or
             # whose packages changed: rmtree refused it (a bare OSError, no infra error). The
-            # link alone goes; its target is never built over, nor removed. Said resolved:
+            # link alone goes; its target is never built over, nor removed. Said absolute:
             # a relative link's own target is relative to the environments folder.
-            target = os.path.realpath(final)
+            target = link_target(final)
             say("check", f"{final} is a link to {target}: removing the link alone")
             final.unlink()
         elif final.exists():  # a folder without its description: a torn copy, never used

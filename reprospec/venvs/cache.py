@@ -27,6 +27,7 @@ from reprospec.venvs.build import (
     USED_BY,
     cutoff_of,
     in_use_lock,
+    link_target,
     locked,
     read_meta_why,
     uploaded_before,
@@ -66,9 +67,10 @@ class EnvInfo:
     # alone is gone (the interpreter uninstalled): they say what to reinstall. Its size,
     # uses and lock are read as any other's.
     unreadable: str = ""
-    # Where a link in the environments folder points ("": no link), resolved (`realpath`:
-    # the link's own target, `../shared/KEY`, is relative to the environments folder, not
-    # to where the user reads it): prune removes the link alone, never its target, and
+    # Where a link in the environments folder points ("": no link), one hop, absolute
+    # (`build.link_target`: the link's own target, `../shared/KEY`, is relative to the
+    # environments folder, not to where the user reads it; the folders above it are not
+    # resolved, as the user names them): prune removes the link alone, never its target, and
     # frees nothing (its size is the target's). Its JSON key is `linked_to`.
     linked_to: str = ""
 
@@ -159,7 +161,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 ),
                 cutoff=cutoff_of(request) or "",
                 unreadable=unreadable,
-                linked_to=os.path.realpath(folder) if folder.is_symlink() else "",
+                linked_to=link_target(folder) if folder.is_symlink() else "",
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)

@@ -425,3 +425,30 @@ def test_a_relative_link_to_build_again_is_said_resolved(
         build.ensure_env(request, root, progress=lambda p: said.append(p.message))
     resolved = os.path.realpath(target)
     assert any(f"is a link to {resolved}: removing" in line for line in said), said
+
+
+def test_a_link_to_build_again_under_a_linked_folder_is_said_as_the_folder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`proj -> data/proj`: `ENVS/KEY is a link to /data/proj/elsewhere` named a path the
+    user never typed (`realpath` resolved the folders above the link too)."""
+    import subprocess
+
+    from reprospec.venvs import build
+
+    def failing(*_: object, **__: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess([], 1, "", "error: stubbed")
+
+    monkeypatch.setattr(build, "run_uv", failing)
+    request = _request((), tmp_path)
+    (tmp_path / "data" / "proj" / "elsewhere" / "bin").mkdir(parents=True)
+    (tmp_path / "data" / "proj" / "elsewhere" / build.META).write_text("{bad")
+    (tmp_path / "proj").symlink_to(tmp_path / "data" / "proj")
+    root = tmp_path / "proj" / "envs"
+    root.mkdir()
+    (root / request.key()).symlink_to(Path("..") / "elsewhere")
+    said: list[str] = []
+    with pytest.raises(EnvBuildError):
+        build.ensure_env(request, root, progress=lambda p: said.append(p.message))
+    named = tmp_path / "proj" / "elsewhere"
+    assert any(f"is a link to {named}: removing" in line for line in said), said

@@ -180,6 +180,33 @@ def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_
     assert listed["aaaaaaaaaaaaaaaa"].to_dict()["linked_to"] is None
 
 
+def test_a_link_under_a_linked_folder_is_said_as_the_user_names_the_folder(
+    tmp_path: Path,
+) -> None:
+    """`proj -> data/proj`: a link `proj/envs/KEY -> ../shared/whole` was listed (and said
+    kept by prune, and in JSON) at `data/proj/shared/whole`, a path the user never typed:
+    `realpath` resolved the folders above the link too. One hop, the folders as named; a
+    `..` out of an environments folder that is itself a link climbs out of its target."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    _environment(tmp_path / "data" / "proj" / "shared" / "whole", meta)
+    (tmp_path / "proj").symlink_to(tmp_path / "data" / "proj")
+    root = tmp_path / "proj" / "envs"
+    root.mkdir()
+    (root / "0123456789abcdef").symlink_to(Path("..") / "shared" / "whole")
+    [link] = venvs.list_envs(root)
+    assert link.linked_to == str(tmp_path / "proj" / "shared" / "whole")
+    [removed] = venvs.prune_envs(root, dry_run=True)
+    assert removed.linked_to == str(tmp_path / "proj" / "shared" / "whole")
+    # The environments folder a link itself: its `..` is its target's parent, not `proj`.
+    _environment(tmp_path / "data" / "other" / "whole", meta)
+    (tmp_path / "data" / "other" / "envs").mkdir()
+    (tmp_path / "proj" / "linked").symlink_to(tmp_path / "data" / "other" / "envs")
+    outer = tmp_path / "proj" / "linked"
+    (outer / "fedcba9876543210").symlink_to(Path("..") / "whole")
+    [through] = venvs.list_envs(outer)
+    assert through.linked_to == str(tmp_path / "data" / "other" / "whole")
+
+
 def test_a_gone_interpreter_under_a_linked_folder_is_named_by_the_path_the_link_gave(
     tmp_path: Path,
 ) -> None:
