@@ -121,21 +121,27 @@ def test_a_bisect_holds_its_store_open_as_the_other_searches_do(
     # Its candidates' runs are the search's probes (purpose "bisect", written unsynced), but
     # each one's close was the store's last and checkpointed it, where isolate, minimize and
     # amplify checkpoint once, as the search ends (store/db.py's held_open).
-    from reprospec.store import db
+    from reprospec.store.db import Store
     from reprospec.store.runfolder import RunFolder
 
+    wal = tmp_path / "store" / "results.db-wal"
     held: list[bool] = []
+
+    real = RunFolder.check_out
 
     def check_out(out: Path, option: str = "") -> None:
         del out, option
-        held.append(db._HELD is not None)
+        monkeypatch.setattr(RunFolder, "check_out", real)  # the Store's own check
+        with Store(tmp_path / "store") as store:  # as a probe run opens and closes it
+            store.begin_run("r", "s", "/s.yaml", "name: s", "local", [], {})
+        held.append(wal.is_file() and wal.stat().st_size > 0)  # not checkpointed
         raise UsageError("stopped here")
 
     monkeypatch.setattr(RunFolder, "check_out", check_out)
     with pytest.raises(UsageError, match="stopped here"):
         bisect_spec(BisectRequest(tmp_path / "s.yaml", "pkg", "1.0", "2.0", out=tmp_path))
     assert held == [True]
-    assert db._HELD is None  # and let go as it ends
+    assert not wal.exists()  # checkpointed once, as it ends
 
 
 def test_a_dockerfile_cell_is_refused_on_the_docker_runner_before_anything_is_built(
