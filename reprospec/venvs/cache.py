@@ -14,7 +14,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -73,6 +73,9 @@ class EnvInfo:
     # resolved, as the user names them): prune removes the link alone, never its target, and
     # frees nothing (its size is the target's). Its JSON key is `linked_to`.
     linked_to: str = ""
+    # Its path's inode (`lstat`: the link's own, of a link) as listed: prune removes it only
+    # while it is still this one, not one another prune removed and a run built again since.
+    inode: int = field(default=0, compare=False, repr=False)
 
     def to_dict(self) -> JsonObject:
         return {
@@ -135,11 +138,8 @@ def list_envs(root: Path) -> list[EnvInfo]:
             continue  # no environment's folder: not ours to list, nor to remove
         request = (meta or {}).get("request")
         request = request if isinstance(request, dict) else {}
-        users: list[tuple[float, str]] = []
-        with contextlib.suppress(OSError):
-            for marker in (folder / USED_BY).iterdir():
-                users.append((marker.stat().st_mtime, marker.name))
-        last_used = max((t for t, _ in users), default=_changed(folder))
+        users = _users(folder)
+        last_used = _last_used(folder, users)
         python = request.get("python")
         wanted = request.get("packages")
         sources = request.get("sources")
@@ -162,9 +162,33 @@ def list_envs(root: Path) -> list[EnvInfo]:
                 cutoff=cutoff_of(request) or "",
                 unreadable=unreadable,
                 linked_to=link_target(folder) if folder.is_symlink() else "",
+                inode=_inode(folder),
             )
         )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
+
+
+def _users(folder: Path) -> list[tuple[float, str]]:
+    """(time, name) of each mark a run left of its use of `folder`'s environment."""
+    users: list[tuple[float, str]] = []
+    with contextlib.suppress(OSError):
+        for marker in (folder / USED_BY).iterdir():
+            users.append((marker.stat().st_mtime, marker.name))
+    return users
+
+
+def _last_used(folder: Path, users: Sequence[tuple[float, str]] | None = None) -> float:
+    """When `folder`'s environment was last used: its newest user's mark (`users`, else read
+    now), else when it was last changed (`_changed`)."""
+    users = _users(folder) if users is None else users
+    return max((t for t, _ in users), default=_changed(folder))
+
+
+def _inode(path: Path) -> int:
+    """`path`'s own inode (a link's, not its target's); 0 where it cannot be read."""
+    with contextlib.suppress(OSError):
+        return path.lstat().st_ino
+    return 0
 
 
 def _changed(folder: Path) -> float:
@@ -212,7 +236,7 @@ def prune_envs(
             with locked(build_lock(root, env.key)), _alone(root, env.key) as alone:
                 if not alone:
                     continue  # a run took it up since it was listed
-                if not _as_listed(env):
+                if not _as_listed(env, older_than_s, keys, now):
                     continue  # changed since it was listed: a later prune sees it as it is
                 if env.linked_to:
                     env.path.unlink()
@@ -229,14 +253,24 @@ def prune_envs(
     return removed
 
 
-def _as_listed(env: EnvInfo) -> bool:
-    """Whether `env`'s path is still what it was listed as (a link, or a folder), read under
-    its build lock: `listed` is read before, and a run may have built the environment over
-    the link since (`build._build`), where unlinking the folder raised IsADirectoryError, or
-    another prune removed it, where the rename raised FileNotFoundError, a traceback each."""
+def _as_listed(env: EnvInfo, older_than_s: float | None, keys: Sequence[str], now: float) -> bool:
+    """Whether `env`'s path is still what it was listed as, and still due, read under its
+    build lock: `listed` is read before (each rmtree of an earlier one takes seconds), and
+    a run may have built the environment over the link since (`build._build`), where
+    unlinking the folder raised IsADirectoryError, or another prune removed it, where the
+    rename raised FileNotFoundError, a traceback each. The same kind of path was not enough:
+    one another prune removed and a run built again (another inode), or one a run used and
+    let go meanwhile (a newer use, no longer `older_than_s` old), was removed on the
+    listing's stale word. No size walk: its marks and inode alone are read again."""
     if env.linked_to:
-        return env.path.is_symlink()
-    return env.path.is_dir() and not env.path.is_symlink()
+        if not env.path.is_symlink():
+            return False
+    elif not env.path.is_dir() or env.path.is_symlink():
+        return False
+    if env.inode and _inode(env.path) != env.inode:
+        return False
+    used = _last_used(env.path)
+    return used <= env.last_used or _due(replace(env, last_used=used), older_than_s, keys, now)
 
 
 def kept_in_use(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 from reprospec import venvs
@@ -159,6 +161,37 @@ def test_prune_passes_over_an_environment_gone_since_it_was_listed(tmp_path: Pat
     [removed] = venvs.prune_envs(root)
     assert removed.key == "0123456789abcdef"
     assert venvs.prune_envs(root, listed=listed) == []
+
+
+def test_prune_leaves_an_environment_used_or_built_again_since_it_was_listed(
+    tmp_path: Path,
+) -> None:
+    """Only link vs folder was checked again under the lock: one a run used and let go
+    while prune removed earlier ones (each rmtree of a torch env takes seconds), and one
+    another prune removed and a run built again, were removed `--older-than` on the
+    listing's stale last use."""
+    meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
+    root = tmp_path / "envs"
+    used = _environment(root / "0123456789abcdef", meta)
+    rebuilt = _environment(root / "fedcba9876543210", meta)
+    month_ago = time.time() - 30 * 86400
+    for folder in (used, rebuilt):
+        os.utime(folder / venvs.META, (month_ago, month_ago))
+    listed = venvs.list_envs(root)
+    assert all(env.last_used == month_ago for env in listed)
+    (used / venvs.USED_BY).mkdir()
+    (used / venvs.USED_BY / "spec.yaml").touch()  # a run's use, now
+    again = _environment(tmp_path / "staged", meta)  # made before the old goes: a new inode
+    os.utime(again / venvs.META, (month_ago, month_ago))
+    shutil.rmtree(rebuilt)
+    again.rename(rebuilt)
+    assert venvs.prune_envs(root, older_than_s=86400, listed=listed) == []
+    assert (used / venvs.META).is_file()
+    assert (rebuilt / venvs.META).is_file()
+    # A use since that leaves it still due is no reason to keep it (`--older-than 0`).
+    [removed] = venvs.prune_envs(root, older_than_s=0, keys=["0123456789abcdef"], listed=listed)
+    assert removed.key == "0123456789abcdef"
+    assert not used.exists()
 
 
 def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_link(
