@@ -320,9 +320,14 @@ def _interpreter(
     # Counted once grouped: two pythons of one interpreter (`3.11`, `3.11.7`) are one, whose
     # label named every cell of the matrix (`python 3.11 and 3.11.7 (cells py=3.11,
     # py=3.11.7)`), the noise a single interpreter's check is spared. Cells that name no
-    # python count as one more (built on reprospec's own): beside them the one found is
-    # not every cell's, and its label "" made `_uncaptured` say "every workload cell".
-    unnamed = any(p is None for p, _ in needs.pythons)
+    # python count as one more (built on reprospec's own, `find_interpreter(None)`):
+    # beside them the one found is not every cell's, and its label "" made `_uncaptured`
+    # say "every workload cell". Not where reprospec's own is that one: it was labelled
+    # `python 3.11 (cell py=3.11)`, and its failed capture left out the py=none cell, which
+    # fails alike; its cells are named with that interpreter's.
+    none_cells = tuple(c for p, cells in needs.pythons if p is None for c in cells)
+    own = os.path.realpath(sys.executable)
+    unnamed = any(p is None for p, _ in needs.pythons) and own not in of_path
     several = len(of_path) + len(not_here) + unnamed > 1
     # (no cell ids given: nothing to name, where it said "(cells )")
     missing = [
@@ -332,6 +337,8 @@ def _interpreter(
     for path, group in of_path.items():
         requests = [request for request, _ in group]
         ids = [cell for _, these in group for cell in these]
+        if path == own:
+            ids.extend(none_cells)
         of = f" ({named_cells(ids)})" if ids and several else ""
         said = " and ".join(requests)
         whose = f" (the venv runner's interpreter for the spec's python {said})"

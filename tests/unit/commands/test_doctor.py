@@ -3,6 +3,8 @@ venv runner's search for each python stubbed: no process is started."""
 
 from __future__ import annotations
 
+import os
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -116,3 +118,26 @@ def test_cells_that_name_no_python_make_the_one_found_name_its_cells(
     assert [each.path for each in interpreters] == ["/py/3.11"]
     label = interpreters[0].label
     assert label == "python 3.11 and 3.11.7 (cells py=3.11, py=3.11.7)", label
+
+
+def test_cells_that_name_no_python_on_the_same_interpreter_are_not_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # reprospec runs on the 3.11 the spec names: the py=none cell, built on reprospec's own,
+    # was counted as another interpreter, the one labelled `python 3.11 (cell py=3.11)`, and
+    # its failed capture said the workload cells of it alone are infra errors.
+    own = os.path.realpath(sys.executable)
+    monkeypatch.setattr(build, "find_interpreter", _search({"3.11": own}))
+    pythons = (("3.11", ("py=3.11",)), (None, ("py=none",)))
+    needs = doctor.Needs(python="3.11", pythons=pythons, runner="venv")
+    interpreters, base = command._interpreter(None, needs)
+    assert base is None
+    assert [each.path for each in interpreters] == [own]
+    assert interpreters[0].label == "", interpreters[0].label
+    # Beside another python, it is named with the py=none cell too.
+    here = {"3.11": own, "3.12": "/py/3.12"}
+    monkeypatch.setattr(build, "find_interpreter", _search(here))
+    needs = doctor.Needs(python="3.11", pythons=(*pythons, ("3.12", ("py=3.12",))), runner="venv")
+    interpreters, _ = command._interpreter(None, needs)
+    labels = [each.label for each in interpreters]
+    assert labels == ["python 3.11 (cells py=3.11, py=none)", "python 3.12 (cell py=3.12)"]
