@@ -76,6 +76,7 @@ from reprospec.outcome.watchdog import (
     pytest_timeout_worker,
 )
 from reprospec.plan.shellwords import shell_script
+from reprospec.plan.workfiles import is_environment_folder
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -2680,11 +2681,12 @@ def _senders_paths(
     )
 
 
-# What a Python environment's folder holds, the one that holds its `bin` (`Scripts`): a
-# virtual environment's `pyvenv.cfg`, a conda environment's or install's `conda-meta`, the
-# `site-packages` of any installed Python's prefix (pyenv's `versions/3.11.4`, a user's
-# `~/.local`); virtualenv's old `bin/activate`.
-_ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta", "lib/python3*/site-packages", "Lib/site-packages")
+# What a Python environment's folder holds, the one that holds its `bin` (`Scripts`): what
+# plan/workfiles' `is_environment_folder` asks (a virtual environment's `pyvenv.cfg`, a
+# conda environment's or install's `conda-meta`), and here also the `site-packages` of any
+# installed Python's prefix (pyenv's `versions/3.11.4`, a user's `~/.local`); virtualenv's
+# old `bin/activate`.
+_SITE_PACKAGES = ("lib/python3*/site-packages", "Lib/site-packages")
 # Where the path is not on this machine, what an environment's folder is named: a virtual
 # environment's by the names `python -m venv` is given (`.venv`, `venv`, `env`, `myenv`,
 # `torch-env`, `.venv-py311`, `venv3.11`: `env` ending its name, or before a version alone;
@@ -2708,7 +2710,7 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
     `torchrun`) where it is an environment's console script, else None: in a `bin`
     (`Scripts` after a Windows drive) of a Python environment's folder. A launcher no
     project ships (`_BY_NAME_ANYWHERE`: `~/x/bin/torchrun`, and uv) is one wherever it stands; else
-    what that folder holds here says so (`_ENVIRONMENT_MARKS`; that of a link's target's
+    what that folder holds here says so (`_environments_bin`; that of a link's target's
     too), or where the program is here, says not; elsewhere its name
     (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`) or
     its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`). A project's own
@@ -2756,9 +2758,16 @@ def _bins(program: Path) -> list[Path]:
 
 def _environments_bin(folder: Path) -> bool:
     """Whether `folder`, a `bin` (`Scripts`), is a Python environment's here: its parent
-    holds one of `_ENVIRONMENT_MARKS`, or it holds virtualenv's old `activate`."""
-    return _exists(folder / "activate") or any(
-        _globbed(folder.parent, mark) for mark in _ENVIRONMENT_MARKS
+    is one (`is_environment_folder`) or holds a `site-packages` (`_SITE_PACKAGES`), or it
+    holds virtualenv's old `activate`."""
+    try:
+        environment = is_environment_folder(folder.parent.expanduser())
+    except (OSError, ValueError, RuntimeError):
+        environment = False
+    return (
+        environment
+        or _exists(folder / "activate")
+        or any(_globbed(folder.parent, mark) for mark in _SITE_PACKAGES)
     )
 
 

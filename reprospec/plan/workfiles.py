@@ -373,13 +373,21 @@ def _place_outside(word: str, workdir: Path) -> Path | None:
     return place
 
 
+def is_environment_folder(folder: Path) -> bool:
+    """Whether `folder` is a Python environment's own, the one its `bin` is in: a virtual
+    environment's (its pyvenv.cfg file) or a conda environment's or install's (its
+    conda-meta folder). The one rule: the workdir's environments, the runners' other
+    environments on PATH and a ticket's console scripts ask it."""
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
 def in_environment(folder: Path, workdir: Path) -> bool:
     """Whether `folder` lies in a Python environment made inside the workdir (a `venv/`
     with its pyvenv.cfg, a conda env with its conda-meta/): its files are the
     interpreter's, not the program's."""
     folder = Path(os.path.normpath(folder))
     while folder != workdir and folder.is_relative_to(workdir):
-        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+        if is_environment_folder(folder):
             return True
         folder = folder.parent
     return False
@@ -391,11 +399,7 @@ def environments(workdir: Path) -> list[Path]:
         entries = list(workdir.iterdir())
     except OSError:
         return []
-    return sorted(
-        e
-        for e in entries
-        if e.is_dir() and ((e / "pyvenv.cfg").is_file() or (e / "conda-meta").is_dir())
-    )
+    return sorted(e for e in entries if e.is_dir() and is_environment_folder(e))
 
 
 def workload_modules(workload: object) -> list[str]:

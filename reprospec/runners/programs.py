@@ -38,6 +38,7 @@ from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.pythonargs import is_python
+from reprospec.plan.workfiles import is_environment_folder
 
 # Written by a guard into the attempt's folder ($REPROSPEC_STACK_DIR): the runner reads it
 # when the attempt ends and makes the attempt an infra-error with its first line.
@@ -165,12 +166,7 @@ def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
         real = os.path.realpath(entry)
         if real in own or real in found:
             continue
-        parent = Path(real).parent
-        if (
-            real in users
-            or _pyenv_dir(real)
-            or any((parent / m).exists() for m in ("pyvenv.cfg", "conda-meta"))
-        ):
+        if real in users or _pyenv_dir(real) or is_environment_folder(Path(real).parent):
             found.append(real)
     return found
 

@@ -17,7 +17,7 @@ import yaml
 import reprospec
 from reprospec.capture.envblock import parse_machine
 from reprospec.capture.fromlog import compare_machine, log_text, skeleton
-from reprospec.capture.ticket import Ticket, _environments_script, read_ticket
+from reprospec.capture.ticket import Ticket, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
 from tests.support.paths import DATA
@@ -2817,11 +2817,24 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     ]
 
 
-def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) -> None:
+def test_an_environment_on_this_machine_is_one_by_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # What the program's folder holds here says it is an environment's, whatever its name:
     # a venv's pyvenv.cfg, conda's conda-meta, an installed Python's site-packages,
     # virtualenv's activate. A program here in a project's `tools-env/bin`, which holds none
     # of them, is the project's own; a launcher no project ships, `torchrun`, is by its name.
+    # Read as the command's `~/...` program, this machine's home the test's folder.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    work = tmp_path / "work"
+    work.mkdir()
+    error = "\nTraceback (most recent call last):\nValueError: bad\n"
+
+    def program(log: str) -> str:
+        command = read_ticket(f"{log} train.py{error}", workdir=work).command
+        assert command is not None
+        return command.split()[0]
+
     marks = {
         "tools": "pyvenv.cfg",
         "miniforge": "conda-meta/history",
@@ -2831,11 +2844,13 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
     for folder, mark in marks.items():
         (tmp_path / folder / mark).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / mark).write_text("")
-        assert _environments_script((tmp_path / folder / "bin" / "x").parts) == "x", folder
+        (tmp_path / folder / "bin").mkdir(exist_ok=True)
+        (tmp_path / folder / "bin" / "x.sh").write_text("")
+        assert program(f"$ ~/{folder}/bin/x.sh") == "x.sh", folder
     (tmp_path / "tools-env" / "bin").mkdir(parents=True)
-    for program, name in (("x", None), ("torchrun", "torchrun")):
-        (tmp_path / "tools-env" / "bin" / program).write_text("")
-        assert _environments_script((tmp_path / "tools-env" / "bin" / program).parts) == name
+    for name, written in (("x.sh", "~/tools-env/bin/x.sh"), ("torchrun", "torchrun")):
+        (tmp_path / "tools-env" / "bin" / name).write_text("")
+        assert program(f"$ ~/tools-env/bin/{name}") == written
     # uv's installers' bins and pipx's hold no marks: uv and pytest there were this
     # machine's paths, and the spec ran pipx's pytest, not the run's environment's (review).
     pipx = tmp_path / ".local" / "share" / "pipx" / "venvs" / "tool"
@@ -2843,20 +2858,17 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(tmp_path: Path) 
     (pipx / "pyvenv.cfg").write_text("")
     (tmp_path / ".local" / "bin").mkdir(parents=True)
     (tmp_path / ".cargo" / "bin").mkdir(parents=True)
-    for program in (".cargo/bin/uv", ".local/bin/uv", ".local/bin/pytest", ".local/bin/black"):
-        name = program.rpartition("/")[2]
+    for linked in (".cargo/bin/uv", ".local/bin/uv", ".local/bin/pytest", ".local/bin/lint.sh"):
+        name = linked.rpartition("/")[2]
         (pipx / "bin" / name).write_text("")
-        (tmp_path / program).symlink_to(pipx / "bin" / name)
-        assert _environments_script((tmp_path / program).parts) == name, program
+        (tmp_path / linked).symlink_to(pipx / "bin" / name)
+        assert program(f"$ ~/{linked}") == name, linked
     # A link here whose target's folder holds no environment is no environment's program.
-    (tmp_path / "tools-env" / "bin" / "y").symlink_to(tmp_path / "tools-env" / "bin" / "x")
-    assert _environments_script((tmp_path / "tools-env" / "bin" / "y").parts) is None
+    (tmp_path / "tools-env" / "bin" / "y.sh").symlink_to(tmp_path / "tools-env" / "bin" / "x.sh")
+    assert program("$ ~/tools-env/bin/y.sh") == "~/tools-env/bin/y.sh"
     # A program not here is the sender's, whose folder is not this one: this user's
-    # `.local` without a site-packages says nothing of the sender's `.local/bin/ds_report`.
-    assert _environments_script((tmp_path / ".local" / "bin" / "ds_report").parts) == "ds_report"
-    # Elsewhere, Windows' `.exe` is no part of the name the command runs it by.
-    windows = ("C:", "Users", "me", "miniconda3", "envs", "t", "Scripts", "torchrun.exe")
-    assert _environments_script(windows) == "torchrun"
+    # `.local` without a site-packages says nothing of the sender's `.local/bin/report.sh`.
+    assert program("$ ~/.local/bin/report.sh") == "report.sh"
 
 
 def test_an_interpreter_and_appdata_are_no_senders_paths(tmp_path: Path) -> None:
