@@ -838,7 +838,7 @@ def _stuck_worker(stack: str) -> HungProcess | None:
 def _stuck_child(stack: str, source: Source) -> HungProcess | None:
     from reprospec.outcome.hungstacks import stuck_child
 
-    return stuck_child(stack, source)
+    return stuck_child(stack, source=source)
 
 
 def _watchdog(stderr: str) -> WatchdogTimeout | None:

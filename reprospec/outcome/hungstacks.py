@@ -256,7 +256,7 @@ def _blocks(stack: str | None) -> list[_Block]:
 
 
 def hung_processes(
-    stack: str | None, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
 ) -> tuple[HungProcess, ...]:
     """Each process of a stack dump, in its order (the attempt's root first). `source`: the
     text of the files the attempt ran (hangsource's `source_at`: a docker container's
@@ -342,17 +342,17 @@ def _named_elsewhere(
 def stuck_worker(stack: str | None) -> HungProcess | None:
     """The first DataLoader worker that was fetching an item in the user's code, if any: no
     line of a file says which (`unread`), nor where it was."""
-    return _first_stuck_worker(hung_processes(stack, unread))
+    return _first_stuck_worker(hung_processes(stack, source=unread))
 
 
 def stuck_child(
-    stack: str | None, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
 ) -> HungProcess | None:
     """The process the attempt's first one waits for, where a hang sits in a child: the
     first one's main thread waits for another process (multiprocessing's join, a queue a
     child fills, subprocess's wait) and a later process, no DataLoader worker, was in the
     user's code. Its first process only waits: `where: main` named the wrong one (nu62b)."""
-    every = hung_processes(stack, source, first)
+    every = hung_processes(stack, source=source, first=first)
     processes = [p for p in every if p.python]
     if not processes or not processes[0].waits_for_a_child:
         return None
@@ -370,16 +370,16 @@ def stuck_child(
 
 
 def where_stuck(
-    stack: str | None, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
 ) -> HungProcess | None:
     """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
     user's code, else a child the first process waits for (`stuck_child`), else the first
     process whose main thread was in the user's code. `source` and `first` as
     `hung_processes` takes them."""
-    processes = hung_processes(stack, source, first)
+    processes = hung_processes(stack, source=source, first=first)
     return (
         _first_stuck_worker(processes)
-        or stuck_child(stack, source, first)
+        or stuck_child(stack, source=source, first=first)
         or next((p for p in processes if p.frame and not p.worker), None)
     )
 
@@ -391,7 +391,7 @@ def hung_frame(stack: str | None, source: Source = on_disk) -> Frame | None:
     no Python program, an idle pool worker), or only the harness's (an injected hang: its
     phase and step say where). `source`: the text of the attempt's files, as
     `hung_processes` reads it."""
-    process = where_stuck(stack, source)
+    process = where_stuck(stack, source=source)
     if process is None or process.frame is None or not process.own_frame:
         return None
     frame = process.joined[0] if process.joined else process.frame
@@ -421,7 +421,7 @@ def hung_threads(stack: str | None, source: Source = on_disk) -> tuple[_HungThre
     if not blocks:
         return None
     rank = _ranker(source)
-    process = where_stuck(stack, source)
+    process = where_stuck(stack, source=source)
     if process is None or process.frame is None or not process.own_frame:
         return _left_waiting(blocks[0][1], blocks[0][2], rank)
     if process.at_exit:
@@ -649,7 +649,7 @@ def label_workers(stack: str) -> str:
     """The dump with each DataLoader worker's header labelled (`--- pid 4242 (python
     train.py) [DataLoader worker] ---`): its processes share one command line. A worker
     is told by its frames: no file is read (`unread`; the report reads none)."""
-    workers = {p.pid for p in hung_processes(stack, unread) if p.worker}
+    workers = {p.pid for p in hung_processes(stack, source=unread) if p.worker}
     if not workers:
         return stack
 

@@ -429,7 +429,7 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     from reprospec.outcome.hungstacks import where_stuck
 
     stored = attempt.ran.hung_in if attempt.ran is not None else None
-    found = where_stuck(attempt.stack, unread, stored)
+    found = where_stuck(attempt.stack, source=unread, first=stored)
     if found is None:
         return ""
     where = found.describe(lambda frame: inline_code(short(frame)))

@@ -492,7 +492,7 @@ def test_the_report_reads_a_wait_at_exit_as_the_classifier_did() -> None:
     )
     first = hung_frame(harness)
     assert first == Frame("/work/t.py", 6, "stuck")
-    classified, reported = where_stuck(harness), where_stuck(harness, unread, first)
+    classified, reported = where_stuck(harness), where_stuck(harness, source=unread, first=first)
     assert classified is not None
     assert reported is not None
     assert (reported.joined, reported.at_exit, reported.polled) == ((first,), True, False)
