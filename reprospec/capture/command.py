@@ -1256,19 +1256,43 @@ def chosen_interpreter(
     found = shutil.which(program) if "/" not in program else str(workdir / program)
     line = shebang(Path(found), 512) if found else []
     if line and line[0].startswith("/") and is_python(line[0]):
+        bin_folder = os.path.realpath(Path(line[0]).parent)
         if (
             found
             and "/" in program
-            and os.path.realpath(Path(found).parent) == os.path.realpath(Path(line[0]).parent)
+            and os.path.realpath(Path(found).parent) == bin_folder
+            and _an_entry_point(Path(program).name, Path(bin_folder).parent)
         ):
             # An environment's console script by its path (`/home/me/.venv/bin/pytest`),
             # beside the interpreter its `#!` names: by its name, as that interpreter is,
             # which the run's environment provides. The spec held the path of this machine.
             # The folders are compared real (`../venv/bin/tool`, a linked `.venv`), not the
-            # interpreter, which links out of its environment.
+            # interpreter, which links out of its environment. A script there that no
+            # installed distribution declares (written there by hand) keeps its path: an
+            # environment of the spec's `packages` would lack it.
             words[at] = Path(program).name
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
+
+
+def _an_entry_point(name: str, environment: Path) -> bool:
+    """Whether a distribution installed in the Python environment at `environment` (its
+    `site-packages`, read, not run) declares a console or GUI script `name`."""
+    from importlib import metadata
+
+    sites = [
+        str(site)
+        for pattern in ("lib/python3*/site-packages", "Lib/site-packages")
+        for site in environment.glob(pattern)
+    ]
+    try:
+        return any(
+            entry.name == name and entry.group in ("console_scripts", "gui_scripts")
+            for dist in metadata.distributions(path=sites)
+            for entry in dist.entry_points
+        )
+    except (OSError, ValueError):
+        return False
 
 
 def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:

@@ -48,12 +48,21 @@ def test_a_console_script_beside_its_interpreter_by_a_path_not_normal_is_by_its_
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "tool").write_text(f"#!{venv}/bin/python\nimport sys\n")
+    dist = venv / "lib" / "python3.11" / "site-packages" / "pkg-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[console_scripts]\ntool = pkg:main\n")
     work = tmp_path / "work"
     work.mkdir()
     (work / ".venv").symlink_to(venv)
     for program in (str(venv / "bin" / "tool"), "../venv/bin/tool", ".venv/bin/tool"):
         command, _ = chosen_interpreter([program, "x"], None, work)
         assert command == ("tool", "x"), program
+    # A script there that no installed distribution declares (written by hand) is in no
+    # environment built of the spec's packages: it keeps its path (review).
+    (venv / "bin" / "mine").write_text(f"#!{venv}/bin/python\nimport sys\n")
+    command, _ = chosen_interpreter(["../venv/bin/mine", "x"], None, work)
+    assert command == ("../venv/bin/mine", "x")
 
 
 def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() -> None:
