@@ -218,14 +218,18 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
 def _uncaught(text: str, lines: list[str], chains: list[_Chain]) -> tuple[PythonException, ...]:
     """`parse_chain` of `text`, its lines and chains read already (`last_printed` reads
     them once for both this and `_last_other`)."""
-    found = {chain.context: chain.exceptions for chain in chains}
-    if "uncaught" in found:
-        return tuple(found["uncaught"])
-    compile_error = _compile_error(lines)
+    uncaught = [chain for chain in chains if chain.context == "uncaught"]
+    # A group printed with no traceback after the last uncaught chain's last block (that
+    # one printed handled, `traceback.print_exc()`, then `sys.tracebacklimit = 0`) is what
+    # ended the process. (Its first member's rule, `+-+---`, is in the text: else no line
+    # is read for it.)
+    after = uncaught[-1].last if uncaught else -1
+    group = _headerless_group(lines, after) if "+-+-" in text else None
+    if uncaught and group is None:
+        return tuple(uncaught[-1].exceptions)
+    compile_error = _compile_error(lines) if not uncaught else None
     if compile_error is not None:
         return (compile_error,)
-    # (Its first member's rule, `+-+---`, is in the text: else no line is read for it.)
-    group = _headerless_group(lines) if "+-+-" in text else None
     if group is not None:
         return (group,)
     # An exception in a thread ends its thread, never the process (`thread_exceptions`
@@ -296,7 +300,7 @@ def _compile_error(lines: list[str]) -> PythonException | None:
     return None
 
 
-def _headerless_group(lines: list[str]) -> PythonException | None:
+def _headerless_group(lines: list[str], after: int = -1) -> PythonException | None:
     """The last exception group printed with no traceback above it: under `sys.tracebacklimit
     = 0` (a CLI hiding its tracebacks) CPython prints a group's exception line `| `-prefixed
     (`  | ExceptionGroup: x (1 sub-exception)`), then its members under their rules, and no
@@ -307,8 +311,10 @@ def _headerless_group(lines: list[str]) -> PythonException | None:
     `  +-+`), and is no line of an enclosing group or traceback: a nested group's line
     (`    | ExceptionGroup: h`, after its enclosing member's rule) was read as the group,
     the outer group and its other members lost. A group a thread died of (its line after
-    `Exception in thread NAME:`, or inside that thread's group) ended no process."""
-    for index in range(len(lines) - 1, -1, -1):
+    `Exception in thread NAME:`, or inside that thread's group) ended no process. Only
+    lines past `after` are read (the last uncaught traceback's header: one printed before
+    it ended no process)."""
+    for index in range(len(lines) - 1, after, -1):
         bar = _GROUP_BAR.match(lines[index])
         if (
             bar is None
@@ -477,11 +483,12 @@ def _ignored_label(line: str) -> str:
 class _Chain(NamedTuple):
     """One chain of tracebacks (`During handling of the above exception ...` joins its
     blocks): whose it is (its first block's `_traceback_context`), that block's header
-    line, its exceptions, primary first."""
+    line, its exceptions, primary first, and its last block's header line."""
 
     context: str
     start: int
     exceptions: list[PythonException]
+    last: int
 
 
 def _lines(text: str) -> list[str]:
@@ -508,9 +515,10 @@ def _chains(lines: list[str]) -> list[_Chain]:
             chain = chains[-1].exceptions
             chain[-1] = replace(chain[-1], link=link)
             chain.append(exception)
+            chains[-1] = chains[-1]._replace(last=index)
         else:
             # A new chain: it is what its first block is (uncaught, a thread's, ignored).
-            chains.append(_Chain(_traceback_context(lines, index), index, [exception]))
+            chains.append(_Chain(_traceback_context(lines, index), index, [exception], index))
     return chains
 
 

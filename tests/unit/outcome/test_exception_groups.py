@@ -256,15 +256,21 @@ def test_a_hidden_group_after_another_groups_closing_rule_is_read() -> None:
     assert _members(THREAD_THEN_MAIN) == [("KeyError", "'k'"), ("TypeError", "t")]
 
 
-def test_a_groups_members_end_at_its_closing_rule() -> None:
-    # A group printed with its traceback, then one under `sys.tracebacklimit = 0` (3.11.7):
-    # the first group's members were read on into the second's (KeyError and ValueError).
+def test_a_hidden_group_after_a_handled_groups_traceback_is_the_one_read() -> None:
+    # A group printed with its traceback (`traceback.print_exc()`), then the one that ended
+    # the process under `sys.tracebacklimit = 0` (3.11.7): the first group's members were
+    # read on into the second's (KeyError and ValueError), then the handled group was read
+    # alone, as though the process died of it.
     text = (
         "  + Exception Group Traceback (most recent call last):\n"
         '  |   File "/w/mix.py", line 3, in <module>\n'
         '  |     raise ExceptionGroup("first", [KeyError("k")])\n' + HANDLED_THEN_FATAL
     )
-    assert _members(text) == [("KeyError", "'k'")]
+    assert parse_chain(text)[-1].message == "fatal (1 sub-exception)"
+    assert _members(text) == [("ValueError", "v")]
+    # A hidden group printed handled, then a traceback: that traceback ended the process.
+    fatal = 'Traceback (most recent call last):\n  File "/w/x.py", line 9, in <module>\n'
+    assert parse_chain(HANDLED_THEN_FATAL + fatal + "OSError: o\n")[-1].type == "OSError"
 
 
 def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
