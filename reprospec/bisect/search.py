@@ -855,8 +855,9 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
     0.999`, 10 at 0.5), and "did not reproduce in 1 attempt" alone read as "it does not
     fail here", where a failure rarer than assumed passes so just as well (isolate's
     refusal says the same, `Tally.missed_at`; both through core/words.missed_chance), only
-    where it passed more often than it failed otherwise: there the expect or the --timeout,
-    not the rate, is the question (1 pass among 9 hangs read "give a lower --min-rate")."""
+    where it passed more often than it failed otherwise: else the expect or the --timeout,
+    not the rate, is the question, and the refusal says to check them (1 pass among 9 hangs
+    read "give a lower --min-rate", and then nothing)."""
     reason = (
         f"the bad end {seen.version} did not reproduce in "
         f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"

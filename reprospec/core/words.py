@@ -971,12 +971,19 @@ def missed_chance(passed: int, other: int, min_rate: float, ways: str) -> str:
     """The clause a search's refusal of a side that never matched adds: how likely its
     `passed` passes were at the assumed `min_rate`, and `ways` on for a rarer failure (the
     caller's own: amplify it first, a lower --min-rate, each as the CLI or the API says it).
-    "" where it failed otherwise (`other`) as often as it passed: there the expect or the
-    --timeout, not the rate, is the question. The chance counts the passes alone: an
-    attempt that failed otherwise could not have shown the expected failure. Isolate's and
-    minimize's (`Tally.missed_at`) and bisect's bad end (`_bad_end_refused`)."""
+    Where it failed otherwise (`other`) at least as often as it passed, the expect or the
+    timeout, not the rate, is the question, and the clause says so instead (it said
+    nothing, and "seen: pass x1, hang x9" offered no way on); "" where nothing ran. The
+    chance counts the passes alone: an attempt that failed otherwise could not have shown
+    the expected failure. Isolate's and minimize's (`Tally.missed_at`) and bisect's bad end
+    (`_bad_end_refused`)."""
     if passed <= other:
-        return ""
+        if not other:
+            return ""
+        return (
+            f"; it failed otherwise {'as often as' if passed == other else 'more often than'} "
+            "it passed: check the expect or the timeout"
+        )
     return (
         f"; at the assumed minimum rate {min_rate:g}, {plural(passed, 'passing attempt')} "
         f"had a chance of {(1 - min_rate) ** passed:.2g}: for a rarer failure, {ways}"

@@ -108,8 +108,8 @@ class Tally:
         the assumed `min_rate` and the ways on for a rarer failure (amplify it first, or a
         lower --min-rate): either it does not fail here or more rarely than assumed, and
         "nothing to isolate" alone read as the former. One that failed otherwise as often
-        as it passed is refused as `never_matched` says: there the expect, not the rate, is
-        the question (core/words.missed_chance, which bisect's bad end words too; 1 pass
+        as it passed is told to check the expect or the timeout instead: there they, not the
+        rate, are the question (core/words.missed_chance, which bisect's bad end words too; 1 pass
         among 129 such read "130 clean attempts had a chance of 0.005"). Isolate's and
         minimize's (`options`: the API's options class, `IsolateOptions`)."""
         amplify = said(

@@ -93,14 +93,16 @@ def test_a_bad_end_that_failed_otherwise_is_refused_without_a_chance() -> None:
 
     result = bisect(VERSIONS, other, min_rate=0.999)
     assert result.status == "refused"
-    assert (
-        result.reason == "the bad end 1.19 did not reproduce in 1 attempt; seen: error:OSError x1"
+    assert result.reason == (
+        "the bad end 1.19 did not reproduce in 1 attempt; seen: error:OSError x1; it failed"
+        " otherwise more often than it passed: check the expect or the timeout"
     )
 
 
 def test_a_bad_end_that_mostly_hung_is_refused_without_a_chance() -> None:
     # One pass among nine hangs: the expect or the --timeout is the question, not the rate
-    # (isolate's rule, Tally.missed_at), so no "give a lower --min-rate".
+    # (isolate's rule, Tally.missed_at), so no "give a lower --min-rate", but that question
+    # (it said only what was seen, no way on).
     def mixed(version: str, n: int) -> Trial:
         return Trial(version, n, 0, signatures=(("pass",) + ("hang",) * 9)[:n])
 
@@ -109,7 +111,8 @@ def test_a_bad_end_that_mostly_hung_is_refused_without_a_chance() -> None:
     result = bisect(VERSIONS, mixed, min_rate=0.5)
     assert result.status == "refused"
     assert result.reason == (
-        "the bad end 1.19 did not reproduce in 10 attempts; seen: pass x1, hang x9"
+        "the bad end 1.19 did not reproduce in 10 attempts; seen: pass x1, hang x9; it failed"
+        " otherwise more often than it passed: check the expect or the timeout"
     )
 
 

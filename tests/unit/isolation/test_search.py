@@ -587,17 +587,23 @@ def test_a_side_that_never_failed_as_expected_says_what_its_attempts_did_instead
     )
 
 
-def test_a_miss_counts_the_passes_alone_and_a_side_failing_otherwise_as_often_gets_no_advice() -> (
+def test_a_miss_counts_passes_alone_and_a_side_failing_otherwise_as_often_is_told_the_expect() -> (
     None
 ):
     # 1 pass among 129 attempts that failed otherwise read "130 clean attempts had a chance
     # of 0.005: for a rarer failure, `reprospec amplify` it first": those could not have
-    # shown the expected failure, and the expect, not the rate, is the question there.
+    # shown the expected failure, and the expect, not the rate, is the question there,
+    # which it says (it said nothing past never_matched, no way on).
     assert Tally(passed=1, other=129).missed_at("it", "minimize", 0.04, "MinimizeOptions") == (
         Tally(passed=1, other=129).never_matched("it", "minimize")
+        + "; it failed otherwise more often than it passed: check the expect or the timeout"
     )
     assert Tally(passed=10, other=10).missed_at("it", "isolate", 0.3, "IsolateOptions") == (
         Tally(passed=10, other=10).never_matched("it", "isolate")
+        + "; it failed otherwise as often as it passed: check the expect or the timeout"
+    )
+    assert Tally().missed_at("it", "isolate", 0.3, "IsolateOptions") == (
+        Tally().never_matched("it", "isolate")  # nothing ran: nothing to say of it
     )
     assert Tally(passed=15, other=5).missed_at("it", "isolate", 0.3, "IsolateOptions") == (
         "it did not fail as expected in 20 attempts (0/20: 15 passed, 5 failed otherwise);"
