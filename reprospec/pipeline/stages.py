@@ -835,7 +835,8 @@ def write_outputs(
     *,
     durable: bool = True,
 ) -> None:
-    """results.json, spec.yaml and report.md into the run folder, each replaced atomically.
+    """results.json, spec.yaml, report.md and (where the run has a standalone script)
+    repro.py into the run folder, each replaced atomically.
 
     `entries`: results.json's text of each cell (`resultsjson.run_json`), when the cells
     of `result` are only what the report reads of them. `durable`: each fsynced
