@@ -181,9 +181,19 @@ def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
     if not code:
         return code
     if _WITH.match(code):
-        return "with"
-    called = [name for name in _CALLED.findall(code) if name in BLOCKING_CALLS]
-    return f"{called[-1]}()" if called else ""
+        return WITH
+    names = [name for name in _CALLED.findall(code) if name in BLOCKING_CALLS]
+    return called(names[-1]) if names else ""
+
+
+# `blocking_line`'s words, which its readers compare with (hungstacks' ranking): a `with`
+# statement's, and a blocking call's by its name (`acquire()`, `sleep()`).
+WITH = "with"
+
+
+def called(name: str) -> str:
+    """`blocking_line`'s word for a line that calls `name` (`sleep()`)."""
+    return f"{name}()"
 
 
 def _without_comment(line: str) -> str:
@@ -263,9 +273,11 @@ def blocks(frame: Frame) -> bool:
 __all__ = [
     "BLOCKING",
     "BLOCKING_CALLS",
+    "WITH",
     "Source",
     "blocking_line",
     "blocks",
+    "called",
     "code_at",
     "in_file",
     "loop_at",

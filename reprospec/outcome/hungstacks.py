@@ -38,8 +38,10 @@ from reprospec.core.words import (
     NOT_PYTHON,
 )
 from reprospec.outcome.hangsource import (
+    WITH,
     Source,
     blocking_line,
+    called,
     code_at,
     in_file,
     loop_at,
@@ -562,8 +564,8 @@ _THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 # threading.py's frames below the line (`waiting`), so a `join(` on the line itself is a
 # thread that runs (`s = ", ".join(parts)`), which ranked with the lock's and, dumped
 # first, titled the hang (review). A line that sleeps: time's sleep (`sleep(0.05)`).
-_ON_ANOTHER_THREAD = ("with", "acquire()")
-_SLEEP = "sleep()"
+_ON_ANOTHER_THREAD = (WITH, called("acquire"))
+_SLEEP = called("sleep")
 # A user's wait call that passes a timeout to the library's wait: `timeout=` (but None),
 # `stop.wait(0.5)`, `t.join(1)`, `f.result(5)`, `q.get(True, 0.2)`, `cond.wait_for(ready, 1)`.
 _TIMED_CALL = Lazy(
