@@ -895,7 +895,10 @@ def _result(
     # of the posteriors given (the search's and the stop's models'): a version is judged
     # good where that is at least 1 - error under each of them (cli.md's rule). The stop
     # asks more of its answer alone, 1 - ASSUMED_SHARE x error under AssumedRate's, so a
-    # version at 0.995-0.996 there is "good" though the stop would not hold it so.
+    # version between 1 - error and 1 - ASSUMED_SHARE x error there (0.995-0.996 at the
+    # default --error 0.005) is "good" in an undecided or refused table, though the stop
+    # would not hold it so; a found answer's versions below it are past both (each one's
+    # P(after) is at least the answer's own, which the stop held at 1 - ASSUMED_SHARE x error).
     p_after: dict[str, float] = {}
     for post in posts:
         running = 0.0
