@@ -679,23 +679,38 @@ _GroupLine = tuple[str, int, "str | None"]
 
 def _group_members(lines: list[str], start: int) -> tuple[PythonException, ...]:
     """The members of the exception group whose exception line is just before `start`,
-    read from the rules and `| ` lines that follow it; () where none follow."""
+    read from the rules and `| ` lines that follow it; () where none follow. Its own
+    message's and notes' lines (`e.add_note(...)`: `  | note`) come before its first
+    member's rule, at its own column: they were read as the first line, no rule, and the
+    members lost."""
+    own = _GROUP_BAR.match(lines[start - 1]) if start > 0 else None
+    own_column = len(own["indent"]) if own is not None else None
     found: list[_GroupLine] = []
+    column: int | None = None  # its first rule's: its members'
     for index in range(start, min(len(lines), start + _MAX_GROUP_LINES)):
         line = lines[index]
         if (rule := _GROUP_RULE.match(line)) is not None:
-            found.append(("rule", len(rule["lead"]) - 1, rule["label"]))
-            if rule["label"] is None and found[-1][1] == found[0][1]:
+            at = len(rule["lead"]) - 1
+            column = at if column is None else column
+            found.append(("rule", at, rule["label"]))
+            if rule["label"] is None and at == column:
                 break  # its last member's closing rule: what follows is another's
         elif (bar := _GROUP_BAR.match(line)) is not None:
+            if column is None:
+                if len(bar["indent"]) != own_column:
+                    break
+                continue  # its own message's or a note's line
             found.append(("bar", len(bar["indent"]), bar["content"]))
-        elif found and found[-1][0] == "bar" and _continues_a_group(lines, index + 1):
-            found.append(("bar", found[-1][1], line))  # 3.11's unprefixed message line
+        elif _continues_a_group(lines, index + 1) and (column is None or found[-1][0] == "bar"):
+            # 3.11's unprefixed message line: of its own message (before its first rule) or
+            # of a member's.
+            if column is not None:
+                found.append(("bar", found[-1][1], line))
         else:
             break
-    if not found or found[0][0] != "rule":
+    if column is None:
         return ()
-    return _members_at(found, found[0][1])
+    return _members_at(found, column)
 
 
 def _continues_a_group(lines: list[str], index: int) -> bool:

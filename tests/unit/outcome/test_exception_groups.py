@@ -273,6 +273,32 @@ def test_a_hidden_group_after_a_handled_groups_traceback_is_the_one_read() -> No
     assert parse_chain(HANDLED_THEN_FATAL + fatal + "OSError: o\n")[-1].type == "OSError"
 
 
+# 3.11.7's stderr of a group with notes (`e.add_note("fatal note\nsecond")`): the notes'
+# lines stand between the group's line and its first member's rule.
+NOTED = """\
+  | ExceptionGroup: fatal (1 sub-exception)
+  | fatal note
+  | second
+  +-+---------------- 1 ----------------
+    | ValueError: v
+    | its own note
+    +------------------------------------
+"""
+
+
+@pytest.mark.parametrize("traceback", [True, False])
+def test_a_groups_notes_leave_its_members_read(traceback: bool) -> None:
+    # The note's line was taken for the group's first: no rule, so no members.
+    header = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/w/n.py", line 2, in <module>\n'
+        "  |     raise e\n"
+    )
+    text = (header if traceback else "") + NOTED
+    assert parse_chain(text)[-1].message == "fatal (1 sub-exception)\nfatal note\nsecond"
+    assert _members(text) == [("ValueError", "v\nits own note")]
+
+
 def test_a_group_is_named_by_its_members_in_its_words_signature_and_judgement(
     tmp_path: Path,
 ) -> None:
