@@ -9,13 +9,24 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.command import (
+    Observed,
     _shown,
+    _title,
+    capture,
     chosen_interpreter,
+    command_request,
+    expectation,
+    listed_files,
+    observe,
+    refusal,
     tidied_lines,
     tidied_paths,
     without_pids,
 )
-from reprospec.core.results import AttemptResult
+from reprospec.capture.writer import Draft, render_spec
+from reprospec.core.results import AttemptResult, ChainLink, GroupMember, Outcome, group_named
+from reprospec.errors import EXIT_USAGE, InfraError, UsageError
+from reprospec.outcome.pytestreport import XDIST_CRASHED
 
 
 def test_the_spec_written_is_shown_as_typed_here_unless_far_away(
@@ -69,9 +80,6 @@ def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() ->
     # The main loop's step (10), noticed some steps after the worker died, was in the title
     # (`SIGSEGV in a DataLoader worker at train step 10`) while `expect` said no step could
     # be expected; the frame the worker died in was in no title.
-    from reprospec.capture.command import Observed, _title, expectation
-    from reprospec.core.results import Outcome
-
     worker = Outcome(
         "crash", signal="SIGSEGV", where="worker", phase="train", step=10, signature="s"
     )
@@ -97,9 +105,6 @@ def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() ->
 def test_a_hang_at_import_is_titled_with_the_import() -> None:
     # `main.py: hang` was the title (and every report's headline) of a hang its stack
     # showed in `import slowlib`, which only the description and a comment said.
-    from reprospec.capture.command import Observed, _title, expectation
-    from reprospec.core.results import Outcome
-
     observed = Observed(Outcome("hang", signature="hang"), 1, 1)
     expect, comments = expectation(observed, "slowlib.py:9")
     assert comments["outcome"] == "while importing slowlib.py:9 (its stack shows it)"
@@ -120,9 +125,6 @@ def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected()
     # The `steps` preset's `step 2` names no phase: the comment saying why the main loop's
     # step is not expected went on `phase`, absent, and was dropped, so the spec of
     # `crash SIGSEGV (worker) @ step 2` said nothing of the step it left out.
-    from reprospec.capture.command import Observed, expectation
-    from reprospec.core.results import Outcome
-
     worker = Outcome("crash", signal="SIGSEGV", where="worker", step=2, signature="s")
     expect, comments = expectation(Observed(worker, 1, 1, steps=(2,)))
     assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "worker"}
@@ -140,9 +142,6 @@ def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
     # `capture --repeat 5` with one worker crash in five wrote `step: 8`: the rule counted
     # the attempts that ran, not those that saw the crash, and capture.md says the step of
     # a worker crash seen once is left out.
-    from reprospec.capture.command import Observed, expectation
-    from reprospec.core.results import Outcome
-
     worker = Outcome(
         "crash", signal="SIGSEGV", where="worker", phase="train", step=8, signature="s"
     )
@@ -165,9 +164,6 @@ def test_a_main_process_crash_is_expected_where_it_happened_and_a_hang_names_no_
     # A main process's SIGSEGV was captured without `where`, so its spec was reproduced by
     # a DataLoader worker's SIGSEGV, another bug. A hang with no stuck worker is "main" by
     # the classifier's default only: no process is claimed.
-    from reprospec.capture.command import Observed, expectation
-    from reprospec.core.results import Outcome
-
     main = Outcome("crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
     expect, comments = expectation(Observed(main, 1, 1))
     assert expect == {"outcome": "crash", "signal": "SIGSEGV", "where": "main"}
@@ -187,8 +183,6 @@ def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
     # left out of `files` as named; a run digests only `files` of what the command names
     # (compare said "same program files" across an edit of it). The script itself, code
     # the command names, is compared as code without being listed.
-    from reprospec.capture.command import listed_files
-
     for name in ("app.py", "config.json", "util.py", "rows.csv"):
         (tmp_path / name).write_text("")
     read = ("app.py", "config.json", "rows.csv", "util.py")
@@ -203,8 +197,6 @@ def test_a_pass_over_a_crash_says_what_to_capture_instead(tmp_path: Path) -> Non
     # A pipeline's status is its last command's; under `bash -o pipefail` it is
     # the crash's. A script file with a pipeline likewise; a program that went on over its
     # child's death has no such switch.
-    from reprospec.capture.command import refusal
-
     script = "cat data.txt | python parse.py --strict | sort"
     said = refusal(("sh", "-c", script), tmp_path)
     assert said.startswith("nothing written: the command passed, so a spec of it could only")
@@ -222,10 +214,6 @@ def test_a_pass_over_a_crash_says_what_to_capture_instead(tmp_path: Path) -> Non
 def test_a_pytest_xdist_workers_crash_is_said_to_be_a_workers() -> None:
     # Before: `tests/test_x.py::test_crash: SIGSEGV in a child process in ...`, where the
     # classifier knew from xdist's own line that the child was its worker (lo36).
-    from reprospec.capture.command import Observed, _title, expectation
-    from reprospec.core.results import Outcome
-    from reprospec.outcome.pytestreport import XDIST_CRASHED
-
     node = "tests/test_x.py::test_crash"
     worker = Outcome(
         "crash",
@@ -308,9 +296,6 @@ def test_a_run_that_could_not_start_leaves_no_draft(
 ) -> None:
     # `capture --python /nope -- python t.py`: the draft ("rewritten when the run ends")
     # stayed, and the next capture, with the interpreter corrected, needed --force.
-    from reprospec.capture.command import capture, command_request
-    from reprospec.errors import InfraError
-
     monkeypatch.chdir(tmp_path)
     (tmp_path / "t.py").write_text("raise SystemExit(1)\n")
     request = command_request(["python", "t.py"], output=tmp_path / "spec.yaml", verify=False)
@@ -329,9 +314,6 @@ def test_a_command_whose_program_is_a_folder_is_refused_before_it_runs(
 ) -> None:
     # `capture -- /tmp` ran, and captured dash's `Permission denied` (exit 126) as a spec
     # that expected nothing: the words said nothing of a folder.
-    from reprospec.capture.command import command_request
-    from reprospec.errors import EXIT_USAGE, UsageError
-
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match=r"first word, /tmp, is a folder, not a program") as e:
@@ -346,8 +328,6 @@ def test_a_command_whose_program_is_a_folder_is_refused_before_it_runs(
 def test_the_words_written_without_dot_dot_are_each_on_a_line_render_spec_leaves_whole() -> None:
     # In the sentence, `'./pt/../data loader config.yaml'` wrapped at its space over two
     # comment lines; a word typed twice was listed twice.
-    from reprospec.capture.writer import Draft, render_spec
-
     long = "./pt/../data loader config.yaml"
     pairs = (("./pt/../x.py", "./x.py"), (long, "./data loader config.yaml"))
     lines = tidied_lines((*pairs, pairs[0]))
@@ -363,9 +343,6 @@ def test_the_words_written_without_dot_dot_are_each_on_a_line_render_spec_leaves
 def test_a_task_groups_failure_is_expected_by_its_member() -> None:
     # It wrote `exception: ExceptionGroup` and the group's message, `unhandled errors in a
     # TaskGroup \(\d+ sub\-exception\)`: met by any TaskGroup's failure, not this bug's.
-    from reprospec.capture.command import Observed, expectation
-    from reprospec.core.results import GroupMember, Outcome
-
     group = Outcome(
         "error",
         exit_code=1,
@@ -383,9 +360,6 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
     # A process that printed a TaskGroup's traceback and exited its own way (`error exit 2
     # (last traceback: ExceptionGroup[ValueError])`) still wrote `exception: ExceptionGroup`
     # and no message: met by any TaskGroup's failure (review).
-    from reprospec.capture.command import Observed, expectation, observe
-    from reprospec.core.results import ChainLink, GroupMember, Outcome
-
     def printed(number: int, *members: str) -> AttemptResult:
         last = ChainLink(
             "ExceptionGroup",
@@ -417,8 +391,6 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
 
 
 def _group_failure(number: int, *members: str) -> AttemptResult:
-    from reprospec.core.results import GroupMember, Outcome, group_named
-
     outcome = Outcome(
         "error",
         exit_code=1,
@@ -436,8 +408,6 @@ def test_a_task_groups_member_is_one_every_attempt_of_it_held() -> None:
     # Which task failed first is timing's: the first member of the most common attempt
     # (`[KeyError,ValueError]`, KeyError first) was written, and missed the `[ValueError]`
     # attempts that verify, minimize and isolate count as this failure.
-    from reprospec.capture.command import expectation, observe
-
     seen = [
         _group_failure(1, "KeyError", "ValueError"),
         _group_failure(2, "KeyError", "ValueError"),
