@@ -357,8 +357,7 @@ def _printed(outcome: Outcome) -> tuple[ChainLink | GroupMember, ...]:
     an `asyncio.TaskGroup`'s `ExceptionGroup` that holds one), and the last
     traceback printed where it went on after one."""
     last = outcome.last_traceback
-    # A group's members, the one that ended it and one in the chain (`raise RuntimeError(
-    # ...) from group`), as the chain's own exceptions are: each was printed.
+    # Printed: the chain and its groups' members (Outcome.raised), and the last traceback's.
     printed: list[ChainLink | GroupMember] = list(outcome.raised())
     if last is not None:
         printed += [last, *last.members]
