@@ -69,7 +69,6 @@ from reprospec.minimize.hangplace import (
     attempt_place,
     moved,
     places_said,
-    source_at,
 )
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
@@ -102,6 +101,7 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
+from reprospec.outcome.hangsource import source_at
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.runners import kept_servers

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hangsource import Source, blocking_line, blocks, on_disk, source_at
+from reprospec.outcome.hangsource import Source, blocking_line, blocks, on_disk
 from reprospec.outcome.hungstacks import hung_threads
 from reprospec.process.childprotocol import STACK_TXT
 
@@ -195,13 +195,9 @@ __all__ = [
     "LOOKS",
     "NOWHERE",
     "UNREAD",
-    "Source",
     "attempt_place",
-    "blocking_line",
     "moved",
-    "on_disk",
     "place_of",
     "places_said",
     "sits_as",
-    "source_at",
 ]

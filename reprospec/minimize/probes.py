@@ -26,7 +26,7 @@ from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StateFile, StoredProbe
-from reprospec.minimize.hangplace import Source, attempt_place, source_at
+from reprospec.minimize.hangplace import attempt_place
 from reprospec.minimize.program import Program, join_words, left_out
 from reprospec.minimize.search import (
     Probe,
@@ -37,6 +37,7 @@ from reprospec.minimize.unperturbed import (
 from reprospec.minimize.workload import (
     field_overrides,
 )
+from reprospec.outcome.hangsource import Source, source_at
 
 
 def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:

@@ -43,7 +43,8 @@ from reprospec.isolation.differences import (
     render,
 )
 from reprospec.isolation.state import CannotGoOn, StoredProbe, stored_probes
-from reprospec.minimize.hangplace import Source, attempt_place, moved, places_said, source_at
+from reprospec.minimize.hangplace import attempt_place, moved, places_said
+from reprospec.outcome.hangsource import Source, source_at
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
 

@@ -17,10 +17,10 @@ from reprospec.minimize.hangplace import (
     moved,
     place_of,
     places_said,
-    source_at,
 )
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
+from reprospec.outcome.hangsource import source_at
 from tests.support.minimizing import proposing
 
 LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.isolation.state import StateFile, StoredProbe
-from reprospec.minimize.hangplace import Source, on_disk
 from reprospec.minimize.probes import RAISED_FROM, _raised, reread
+from reprospec.outcome.hangsource import Source, on_disk
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.files import written
 from tests.support.runs import error_run

@@ -13,8 +13,9 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import Difference
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize import settings
-from reprospec.minimize.hangplace import NOWHERE, on_disk
+from reprospec.minimize.hangplace import NOWHERE
 from reprospec.minimize.settings import Reduced
+from reprospec.outcome.hangsource import on_disk
 
 FAILING = Cell("b=1,d=1", 0, {"b": 1, "d": 1})
 NONE_SET = Cell("b=0,d=0", 1, {"b": 0, "d": 0})
