@@ -34,8 +34,9 @@ from reprospec.venvs.build import (
 )
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 
-# An environment's name (EnvRequest.key): a link so named whose target is gone is one made
-# for an environment, where a link of another name may be anything the user keeps there.
+# An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be
+# read, is one made for an environment, where a link of another name may be anything the
+# user keeps there (listed only where it is a whole environment).
 _KEY = re.compile(r"[0-9a-f]{16}")
 
 
@@ -119,8 +120,8 @@ def list_envs(root: Path) -> list[EnvInfo]:
     """Every environment under `root`, most recently used first: each complete one, and each
     folder of one whose description cannot be read (`EnvInfo.unreadable`, `read_meta_why`:
     the python and packages of one whose description is there but whose bin/python is gone).
-    A link is listed as its target is (`EnvInfo.linked_to`), a broken one's too, and one named
-    as an environment (a key) whose target is gone: prune removes the link alone. They were
+    A link is listed as its target is (`EnvInfo.linked_to`); one named as an environment (a
+    key) also where its target cannot be read or is gone: prune removes the link alone. They were
     left out, to be removed only by the next run of their key, which nothing said."""
     out: list[EnvInfo] = []
     if not root.is_dir():
@@ -136,6 +137,11 @@ def list_envs(root: Path) -> list[EnvInfo]:
             continue
         if meta is None and not unreadable:
             continue  # no environment's folder: not ours to list, nor to remove
+        if unreadable and folder.is_symlink() and not _KEY.fullmatch(folder.name):
+            # A link of another name (`my-project-venv -> ~/proj/.venv`, a venv of the
+            # user's with no reprospec-env.json) is not one made for an environment: never
+            # listed as one that cannot be read, never pruned.
+            continue
         request = (meta or {}).get("request")
         request = request if isinstance(request, dict) else {}
         users = _users(folder)

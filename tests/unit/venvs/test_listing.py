@@ -26,7 +26,8 @@ def test_a_link_to_a_whole_or_a_broken_environment_is_listed_as_a_link(
     """A link in the environments folder to an environment kept elsewhere is listed as it
     was; a link to a folder whose description cannot be read, and a key's link whose target
     is gone, were never listed (only the next run of their key removed them): each is listed
-    as a link that cannot be read. A link of another name to nothing is not ours."""
+    as a link that cannot be read. A link of another name to nothing, or to a venv of the
+    user's (a pyvenv.cfg, no reprospec-env.json), is not ours: it was listed and pruned."""
     meta = json.dumps({"request": {"python": {"version": "3.11.7"}, "packages": ["six"]}})
     whole = _environment(tmp_path / "elsewhere" / "whole", meta)
     broken = _environment(tmp_path / "elsewhere" / "broken", "{bad")
@@ -37,6 +38,8 @@ def test_a_link_to_a_whole_or_a_broken_environment_is_listed_as_a_link(
     (root / "1111111111111111").symlink_to(tmp_path / "gone")
     (root / "notes").symlink_to(tmp_path / "gone")
     (root / "other").symlink_to(tmp_path / "elsewhere")
+    (root / "my-project-venv").symlink_to(_environment(tmp_path / "proj" / ".venv", None))
+    (root / "broken-notes").symlink_to(broken)
     _environment(root / "aaaaaaaaaaaaaaaa", "{bad")
     listed = {env.key: env for env in venvs.list_envs(root)}
     assert sorted(listed) == [
@@ -68,8 +71,10 @@ def test_prune_of_a_broken_link_removes_the_link_alone(tmp_path: Path) -> None:
     root.mkdir()
     (root / "fedcba9876543210").symlink_to(broken)
     (root / "1111111111111111").symlink_to(tmp_path / "gone")
+    (root / "my-project-venv").symlink_to(_environment(tmp_path / "proj" / ".venv", None))
     removed = venvs.prune_envs(root)
     assert sorted(env.key for env in removed) == ["1111111111111111", "fedcba9876543210"]
+    assert (root / "my-project-venv").is_symlink()
     assert all(env.size_bytes == 0 for env in removed)
     assert not (root / "fedcba9876543210").is_symlink()
     assert not (root / "1111111111111111").is_symlink()
