@@ -495,24 +495,29 @@ def read_meta_why(folder: Path) -> tuple[JsonObject | None, str]:
         # Said is the path that is gone, at the links' end: a venv laid out as stdlib's links
         # python -> python3 -> /abs/python3, and "links to python3, which is gone" named
         # a link that is there.
-        return data, f"its bin/python links to {_gone_hop(python)}, which is gone"
+        gone = _gone_hop(python)
+        if gone is None:
+            return data, "its bin/python is a loop of links"
+        return data, f"its bin/python links to {gone}, which is gone"
     return data, "it has no bin/python"
 
 
-def _gone_hop(link: Path) -> str:
-    """The first target along `link`'s chain of links that is not there, as that link names
-    it (a relative one read from the link's folder), unresolved: `realpath` also resolved
-    the folders above it, a `~/.pyenv` that is itself a link said as its `/data/...` target,
-    not the pyenv path the user knows. A chain that loops, or runs past 40 hops: `realpath`."""
+def _gone_hop(link: Path) -> str | None:
+    """The first target along `link`'s chain of links that is not there, each hop as
+    `link_target` reads it (from the link's folder as named, a `..` climbed, the folders
+    above it unresolved: `realpath` also resolved them, a `~/.pyenv` that is itself a link
+    said as its `/data/...` target, not the pyenv path the user knows). None where the chain
+    loops (or runs past the kernel's 40 hops): every target along it is there, a link; a loop
+    was said as `links to .../bin/python, which is gone`, naming the link itself."""
     path = link
-    with contextlib.suppress(OSError):  # a link it cannot read: as `realpath` says it
+    try:
         for _ in range(40):
-            if not path.is_symlink():
-                break
-            path = path.parent / path.readlink()  # an absolute target replaces the folder
+            path = Path(link_target(path))
             if not path.exists() and not path.is_symlink():
                 return str(path)
-    return os.path.realpath(link)
+    except OSError:  # a folder along it this user cannot read: as `realpath` says it
+        return os.path.realpath(link)
+    return None
 
 
 def link_target(link: Path) -> str:
@@ -530,7 +535,8 @@ def link_target(link: Path) -> str:
     here = link.parent.absolute()
     for part in target.parts:  # an absolute target's "/" replaces the folder
         if part == "..":
-            here = (here.resolve() if here.is_symlink() else here).parent
+            # (realpath: `resolve` raised on a loop of links, where this says the path)
+            here = (Path(os.path.realpath(here)) if here.is_symlink() else here).parent
         elif part != ".":
             here = here / part
     return str(here)

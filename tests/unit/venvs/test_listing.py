@@ -264,10 +264,37 @@ def test_a_gone_interpreter_under_a_linked_folder_is_named_by_the_path_the_link_
 
 
 def test_a_loop_of_links_for_bin_python_is_said_without_a_hang(tmp_path: Path) -> None:
+    """A loop was said as `links to .../bin/python, which is gone`: the link itself, there."""
     folder = tmp_path / "envs" / "0123456789abcdef"
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "python3").symlink_to("python")
     (folder / "bin" / "python").symlink_to("python3")
     (folder / venvs.META).write_text(json.dumps({"request": {}}))
     [env] = venvs.list_envs(tmp_path / "envs")
-    assert env.unreadable.startswith("its bin/python links to "), env.unreadable
+    assert env.unreadable == "its bin/python is a loop of links"
+
+
+def test_a_relative_hop_to_a_gone_interpreter_is_said_with_its_dots_climbed(
+    tmp_path: Path,
+) -> None:
+    """A relative target was joined to the link's folder as it was, `bin/../../../pythons/...`."""
+    folder = tmp_path / "envs" / "0123456789abcdef"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python3").symlink_to("../../../pythons/3.10/bin/python3.10")
+    (folder / "bin" / "python").symlink_to("python3")
+    (folder / venvs.META).write_text(json.dumps({"request": {}}))
+    [env] = venvs.list_envs(tmp_path / "envs")
+    gone = tmp_path / "pythons" / "3.10" / "bin" / "python3.10"
+    assert env.unreadable == f"its bin/python links to {gone}, which is gone"
+
+
+def test_a_link_whose_target_climbs_out_of_a_loop_of_links_is_listed(tmp_path: Path) -> None:
+    """`KEY -> loop/../gone`, `loop -> loop`: the climb out of `loop` was `Path.resolve`'s,
+    which raised on the loop, and `envs list` stopped on a RuntimeError."""
+    root = tmp_path / "envs"
+    root.mkdir()
+    (root / "loop").symlink_to("loop")
+    (root / "0123456789abcdef").symlink_to("loop/../gone")
+    [env] = venvs.list_envs(root)
+    assert env.unreadable == "its target is gone"
+    assert env.linked_to == str(root / "gone")
