@@ -96,7 +96,7 @@ from reprospec.core.logtext import printable, shell_line
 from reprospec.core.pythonargs import is_python
 from reprospec.core.rates import refuting_bound
 from reprospec.core.redact import mask_parts, secret_values
-from reprospec.core.results import AttemptResult, GroupMember, Outcome, RunResult
+from reprospec.core.results import AttemptResult, GroupMember, Outcome, RunResult, bare_type
 from reprospec.core.units import format_duration
 from reprospec.core.words import (
     A_SHELLS_137_OR_AN_EXIT_STATUS,
@@ -1638,7 +1638,7 @@ def _name(stem: str, observed: Observed) -> str:
         if observed.outcome.signal:
             parts.append(observed.outcome.signal.lower())
         elif observed.outcome.exception:
-            parts.append(observed.outcome.exception.rsplit(".", 1)[-1].lower())
+            parts.append(bare_type(observed.outcome.exception).lower())
     return slug("-".join(parts))
 
 

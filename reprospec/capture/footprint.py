@@ -26,7 +26,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
-from reprospec.core.results import AttemptResult
+from reprospec.core.results import AttemptResult, bare_type
 from reprospec.outcome.tracebacks import RANK_TAG, exception_after
 from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
@@ -797,13 +797,13 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
     if not starts:
         return None
     if exception is not None:
-        wanted = exception.rpartition(".")[2]
+        wanted = bare_type(exception)
         for at, start in reversed(list(enumerate(starts))):
             block = output[start : starts[at + 1] if at + 1 < len(starts) else len(output)]
             # The block's own exception line, past its frames: a line printed after the
             # traceback (a log's `ValueError ...`) is none of it.
             raised = exception_after(block.split("\n"), 0)
-            if raised is not None and raised.type.rpartition(".")[2] == wanted:
+            if raised is not None and bare_type(raised.type) == wanted:
                 return output[start:]
     return output[starts[-1] :]
 

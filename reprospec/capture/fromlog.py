@@ -54,6 +54,7 @@ from reprospec.core.redact import (
     sets_secret,
 )
 from reprospec.core.requirements import normalize
+from reprospec.core.results import bare_type
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.core.words import plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
@@ -806,7 +807,7 @@ def _name(ticket: Ticket) -> str:
     if failure.signal:
         parts.append(failure.signal.lower())
     elif failure.exception:
-        parts.append(failure.exception.rsplit(".", 1)[-1].lower())
+        parts.append(bare_type(failure.exception).lower())
     return slug("-".join(parts))
 
 

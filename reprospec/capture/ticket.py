@@ -31,6 +31,7 @@ from reprospec.core.logtext import without_escapes
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import credential_spans
+from reprospec.core.results import bare_type
 from reprospec.core.shellline import SHELLS
 from reprospec.core.signals import (
     CRASH_SIGNALS,
@@ -50,7 +51,7 @@ from reprospec.outcome.children import (
     pipeline_death,
     rank_exception,
 )
-from reprospec.outcome.pytestreport import bare_type, crashed_test, first_failure
+from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     EXCEPTION_LINE,
     FATAL_BODY,
@@ -788,7 +789,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         summary = _unfenced(reported.message)
         whole = _untruncated(clean, reported.exception, summary) if summary else summary
         pytest_failure = PythonException(reported.exception, whole)
-        if reported.exception.rsplit(".", 1)[-1] == "Failed":
+        if bare_type(reported.exception) == "Failed":
             # Its `signal` method fails the hung test instead (`Failed: Timeout (>2.0s)
             # from pytest-timeout.`): a hang of that test, as a live run reads it, where
             # the skeleton expected the error `Failed` and its message.

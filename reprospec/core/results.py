@@ -289,6 +289,12 @@ class Outcome:
         return (*self.exceptions, *self.members, *chained)
 
 
+def bare_type(exception: str) -> str:
+    """`Error` of `pkg.mod.Error`: an exception's type without its module (pytest, a
+    traceback and a spec write a type with it or without it)."""
+    return exception.rsplit(".", 1)[-1]
+
+
 @overload
 def group_named(exception: str, members: Sequence[GroupMember]) -> str: ...
 @overload

@@ -57,7 +57,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.jobreport import a_pipelines_child, pipeline_stage
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import TRACEBACK_HEADER
-from reprospec.core.results import Execution
+from reprospec.core.results import Execution, bare_type
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -431,7 +431,7 @@ def launcher_failed(chain: tuple[PythonException, ...]) -> bool:
     report's copy of the rank's traceback, read as chained after it. Each says only that a
     rank failed: the rank's exception (rank_exception) is the failure, live and from a
     ticket alike (outcome/classify.py, capture/ticket.py)."""
-    return any(e.type.rsplit(".", 1)[-1] == CHILD_FAILED for e in chain)
+    return any(bare_type(e.type) == CHILD_FAILED for e in chain)
 
 
 @frozen

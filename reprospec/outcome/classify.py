@@ -122,6 +122,7 @@ from reprospec.core.results import (
     OutcomeKind,
     PythonFrame,
     Where,
+    bare_type,
     group_named,
 )
 from reprospec.core.signals import (
@@ -858,9 +859,7 @@ def _pytest_timeout(evidence: Evidence) -> PytestTimeout | None:
 
 
 def _pytest_timeout_failed(exception: PythonException) -> PytestTimeout | None:
-    if exception.type.rsplit(".", 1)[-1] != "Failed" or "Timeout (>" not in (
-        exception.message or ""
-    ):
+    if bare_type(exception.type) != "Failed" or "Timeout (>" not in (exception.message or ""):
         return None  # (`--tb=no`'s summary may cut `from pytest-timeout.`)
     from reprospec.outcome.watchdog import pytest_timeout_failure
 

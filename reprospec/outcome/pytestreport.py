@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_python, python_program
+from reprospec.core.results import bare_type
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PYTEST_NODE_ID
 
@@ -171,11 +172,6 @@ def first_failure(text: str) -> FailedTest | None:
     if len(chain) < 2 or exception is None or bare_type(chain[-1].type) != bare_type(exception):
         chain = ()  # no chain, or not the one of the exception pytest reports
     return FailedTest(test, exception, message or None, summary["kind"], at, members, chain)
-
-
-def bare_type(exception: str) -> str:
-    """`Error` of `pkg.mod.Error`: pytest writes a type by its module or without it."""
-    return exception.rsplit(".", 1)[-1]
 
 
 def _typed(rest: str | None) -> tuple[str | None, str | None]:

@@ -39,7 +39,7 @@ from collections.abc import Collection, Mapping, Sequence
 from reprospec.core.lazyre import Lazy
 from reprospec.core.notstarted import not_started
 from reprospec.core.requirements import normalize
-from reprospec.core.results import Execution, NotRun
+from reprospec.core.results import Execution, NotRun, bare_type
 from reprospec.core.words import PASS_YOUR_PYTHON
 from reprospec.outcome.evidence import Evidence
 
@@ -94,7 +94,7 @@ def setup_failure(
     exception = recorded[-1] if recorded else parse_exception(stderr)
     if (
         exception is not None
-        and exception.type.rpartition(".")[2] == "ModuleNotFoundError"
+        and bare_type(exception.type) == "ModuleNotFoundError"
         and execution.unchosen_python is not None
         and not _of_declared(exception.message or "", declared)
     ):

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import TRACEBACK_HEADER, TRACEBACK_TITLE, without_escapes
+from reprospec.core.results import bare_type
 from reprospec.core.signals import signal_from_description
 
 _MAX_MESSAGE_LINES = 30
@@ -789,10 +790,10 @@ def headline(message: str) -> str:
     caught = _RERAISED.match(first)
     if caught is None:
         return first
-    short = caught["type"].rsplit(".", 1)[-1]
+    short = bare_type(caught["type"])
     for line in reversed(lines[1:]):
         found = EXCEPTION_LINE.match(line.rstrip())
-        if found and found["type"].rsplit(".", 1)[-1] == short and found["message"]:
+        if found and bare_type(found["type"]) == short and found["message"]:
             return found["message"].strip()
     return first
 

@@ -25,7 +25,14 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import is_int
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import TRACEBACK_TITLE
-from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
+from reprospec.core.results import (
+    AttemptResult,
+    Execution,
+    InstanceResult,
+    NotRun,
+    Outcome,
+    bare_type,
+)
 from reprospec.core.sections import Command
 from reprospec.core.units import format_size
 from reprospec.core.words import LIMIT_REACHED, PASSED_AFTER_A_TRACEBACK, PASSED_BESIDE_A_CRASH
@@ -273,7 +280,7 @@ def reached_memory_limit(
     # out is `ExceptionGroup[MemoryError]`, one in the chain (`raise ... from group`) too.
     said = [e.type for e in outcome.raised()]
     said = said or [(outcome.message or "").partition("\n")[0].partition(":")[0].strip()]
-    found = "MemoryError" if any(s.rpartition(".")[2] == "MemoryError" for s in said) else None
+    found = "MemoryError" if any(bare_type(s) == "MemoryError" for s in said) else None
     if outcome.signal == "SIGABRT" and "std::bad_alloc" in evidence.stderr:
         found = "std::bad_alloc"
     if found is None:
