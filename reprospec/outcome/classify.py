@@ -901,9 +901,9 @@ def _hung_frame(stack: str, source: Source) -> PythonFrame | None:
 def _source(workdir: Path | None, docker: bool) -> Source:
     """The text of the attempt's files by the paths its dumps name (a hang's only: it is
     made where one is read); this host's files (`on_disk`) where no workdir is given."""
-    from reprospec.outcome.hangsource import on_disk, source_at
+    from reprospec.outcome.hangsource import on_disk, remembered, source_at
 
-    return on_disk if workdir is None else source_at(workdir, docker=docker)
+    return remembered(on_disk) if workdir is None else source_at(workdir, docker=docker)
 
 
 def _dead_worker_pid(

@@ -16,6 +16,7 @@ or none).
 
 from __future__ import annotations
 
+import functools
 import io
 import posixpath
 import re
@@ -38,6 +39,21 @@ def on_disk(path: str) -> str:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except (OSError, ValueError):
         return ""
+
+
+def remembered(source: Source) -> Source:
+    """`source`, each file read once: a hang's dump is read several times over (its
+    processes, the child it waits for, its threads' ranks as a sort's key), a file's line
+    for each thread, so a join of N threads in one large module read it 3N times and
+    more (review). For one attempt's readings: its files do not change meanwhile."""
+    texts: dict[str, str | None] = {}
+
+    def read(path: str) -> str | None:
+        if path not in texts:
+            texts[path] = source(path)
+        return texts[path]
+
+    return read
 
 
 def unread(path: str) -> str:
@@ -101,7 +117,7 @@ def source_at(
             return on_disk(str(host))
         return "" if docker else on_disk(path)
 
-    return read
+    return remembered(read)
 
 
 def code_at(frame: Frame, source: Source = on_disk) -> str | None:
@@ -156,10 +172,12 @@ _LOOP = re.compile(r"(?:async\s+)?(?:while|for)\b")
 _SCOPE = re.compile(r"(?:async\s+)?(?:def|class)\b")
 
 
-def _numbered(text: str) -> list[str]:
+@functools.lru_cache(maxsize=8)
+def _numbered(text: str) -> tuple[str, ...]:
     """The lines of a file's text as Python numbers them (split at LF, CRLF or CR), not
-    `splitlines`'s (a form feed)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    `splitlines`'s (a form feed). Kept for the few texts last split: each thread's line of
+    one file is read from one text (a `remembered` source's, the same string)."""
+    return tuple(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
 
 
 def _indent(line: str) -> int:
@@ -282,6 +300,7 @@ __all__ = [
     "in_file",
     "loop_at",
     "on_disk",
+    "remembered",
     "source_at",
     "unread",
 ]

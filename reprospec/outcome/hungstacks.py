@@ -291,27 +291,21 @@ def hung_processes(
         polled = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(t[0] for t in _other_threads(threads, main, string, rank))
-        elif (
-            frame is not None
-            and not away
-            and not at_exit  # `_left_waiting` read its threads, the harness's left out
-            and (_named_elsewhere(first, frame, threads) or _sleeps(frame, waiting, source))
-        ):
+        elif frame is not None and not away and not at_exit:
+            # (`_left_waiting` read a wait at exit's threads, the harness's left out.)
             # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another
             # thread waits for good (a lock, a join, a queue), the hang sits there, not in
             # the main thread's sleep (`hang in <module> (poll.py:14)` named no stuck thread);
             # only where its loop polls a thread (`_polls_a_thread`), not one that sleeps
             # between its own work beside an idle consumer.
-            others = _other_threads(threads, main, string, rank)
-            if others and (
-                others[0][0] == first
-                or (
-                    rank(others[0]) == 0
-                    and _sleeps(frame, waiting, source)
-                    and _polls_a_thread(frame, source)
-                )
-            ):
-                joined, polled = tuple(t[0] for t in others), True
+            sleeps = _sleeps(frame, waiting, source)
+            if _named_elsewhere(first, frame, threads) or sleeps:
+                others = _other_threads(threads, main, string, rank)
+                if others and (
+                    others[0][0] == first
+                    or (rank(others[0]) == 0 and sleeps and _polls_a_thread(frame, source))
+                ):
+                    joined, polled = tuple(t[0] for t in others), True
         forked = next((i for i, f in enumerate(main) if _is(f, _FORKED)), len(main))
         own = frame is not None and main.index(frame) < forked
         peers = frame is not None and any(_WAITS_FOR_PEERS.search(f.path) for f in waiting)

@@ -968,3 +968,37 @@ def test_labelling_a_dumps_workers_reads_no_file(
     assert label_workers(stack) == stack
     assert stuck_worker(stack) is None
     assert read == []
+
+
+def test_a_hangs_files_are_read_once_per_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The classifier reads a dump several times over (its processes, each thread's rank
+    as a sort's key, the main thread's sleep) and read the program's file for each line,
+    three times a thread and more (review): each file once per attempt."""
+    work = tmp_path / "work"
+    work.mkdir()
+    job = work / "job.py"
+    job.write_text(_JOB.format(line="with lock:"))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in ("stdout.log", "stderr.log", "events.jsonl"):
+        (logs / log).write_text("")
+    (logs / "stack.txt").write_text(_JOIN_BESIDE_A_HEARTBEAT.format(path=job))
+    hung = dataclasses.replace(
+        execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
+    )
+    read: list[Path] = []
+    text = Path.read_text
+
+    def spy(path: Path, *args: str, **kwargs: str) -> str:
+        read.append(path)
+        return text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", spy)
+    for workdir in (work, None):
+        read.clear()
+        outcome = classify(hung, workdir=workdir)
+        assert isinstance(outcome, Outcome)
+        assert outcome.hung_in == Frame(str(job), 9, "work")
+        assert read.count(job) == 1, read
