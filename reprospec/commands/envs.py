@@ -128,8 +128,13 @@ def run(args: argparse.Namespace) -> int:
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         if env.linked_to:
-            # One that cannot be read names its target already (or says it is gone).
-            kept = "" if env.unreadable else f"  (a link: its environment at {env.linked_to} kept)"
+            # One that cannot be read names its target already: kept, unless it is gone.
+            if env.target_gone:
+                kept = ""
+            elif env.unreadable:
+                kept = "  (its target kept)"
+            else:
+                kept = f"  (a link: its environment at {env.linked_to} kept)"
             print(f"{verb} link {env.key}  Python {env.python or '?'}  {env.listed()}{kept}")
             continue
         print(f"{verb} {env.key}  Python {env.python or '?'}  {env.listed()}")

@@ -38,6 +38,8 @@ from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 # read, is one made for an environment, where a link of another name may be anything the
 # user keeps there (listed only where it is a whole environment).
 _KEY = re.compile(r"[0-9a-f]{16}")
+# Why such a link cannot be read (`EnvInfo.unreadable`; `EnvInfo.target_gone` tells it).
+_TARGET_GONE = "its target is gone"
 
 
 @frozen
@@ -97,6 +99,12 @@ class EnvInfo:
             "linked_to": self.linked_to or None,
         }
 
+    @property
+    def target_gone(self) -> bool:
+        """A link whose target is gone: prune's message says nothing of its target kept,
+        where it says so of every other link's (one that cannot be read too)."""
+        return self.unreadable == _TARGET_GONE
+
     def holds(self) -> str:
         """Its packages as a listing says them, with the upload cutoff it was resolved under:
         `packaging (uploaded before 2022-12-06T23:59:59Z)`."""
@@ -132,7 +140,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
         if folder.is_dir():
             meta, unreadable = read_meta_why(folder)
         elif folder.is_symlink() and not folder.exists() and _KEY.fullmatch(folder.name):
-            meta, unreadable = None, "its target is gone"
+            meta, unreadable = None, _TARGET_GONE
         else:
             continue
         if meta is None and not unreadable:

@@ -208,3 +208,20 @@ def test_prune_of_a_link_whose_target_is_gone_says_so_once(
     assert "kept" not in said.out, said.out
     assert "removed 1 environment, 0 B" in said.err, said.err
     assert not (envs_root / "0123456789abcdef").is_symlink()
+
+
+def test_prune_of_a_link_to_an_environment_that_cannot_be_read_says_its_target_kept(
+    envs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its message named the target only as `(a link to TARGET)`: nothing said the broken
+    # folder outside was left alone, as every other link's `kept` does.
+    broken = _environment(tmp_path / "elsewhere", "broken", time.time())
+    (broken / venvs.META).write_text("{bad")
+    envs_root.mkdir()
+    (envs_root / "fedcba9876543210").symlink_to(broken)
+    assert main(["envs", "prune", "--all", "--out", str(tmp_path / "o")]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("removed link fedcba9876543210  Python ?  unreadable: "), said.out
+    assert said.out.rstrip().endswith(f"(a link to {broken})  (its target kept)"), said.out
+    assert not (envs_root / "fedcba9876543210").is_symlink()
+    assert (broken / venvs.META).read_text() == "{bad"
