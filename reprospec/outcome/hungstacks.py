@@ -515,9 +515,10 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
     first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
     `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
-    heartbeat's `time.sleep` in its loop, or its `stop.wait(0.5)`: it wakes and sleeps
-    again, stuck on nothing), 1 otherwise (a busy loop, a line that cannot be read, a
-    queue's `get(timeout=...)` or a future's `result(timeout=...)`).
+    heartbeat's `time.sleep` in its loop, or its Event's `stop.wait(0.5)`: it wakes and
+    sleeps again, stuck on nothing), 1 otherwise (a busy loop, a line that cannot be read,
+    a queue's `get(timeout=...)`, a future's `result(timeout=...)`, a Condition's
+    `cond.wait(0.2)`).
 
     faulthandler's dump says neither which thread a join waits for nor whether a thread
     runs: a lock's wait and a sleep both stop in C code, below the user's line, so a
@@ -530,20 +531,22 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
     none (`q.get()`) wait for good: the user's line says which, by the timeout its wait
     call passes (`_timed`), else threading.py's own line (`waiter.acquire(True, timeout)`),
     read through `source` too: a local attempt's is this host's file, a docker attempt's
-    the image's, which `source_at` reads as none. Only an Event's or
-    a Condition's wait called from the user's code (every frame below it threading.py's:
-    a heartbeat's `while not stop.wait(0.5)`) sleeps; one under a queue's get or a future's
-    result is a consumer polling for work in a loop that never ends, a thread that never
-    ends (the title `hang in beat` named the heartbeat beside it, review): it ranks between
-    a thread blocked for good and a sleeper."""
+    the image's, which `source_at` reads as none. Only an Event's wait called from the
+    user's code (Event.wait over Condition.wait, both threading.py's: a heartbeat's `while
+    not stop.wait(0.5)`) sleeps; one under a queue's get or a future's result, or a bare
+    Condition's (`with cond: while not items: cond.wait(0.2)`), is a consumer polling for
+    work in a loop that never ends, a thread that never ends (the title `hang in beat`
+    named the heartbeat beside it, review): it ranks between a thread blocked for good and
+    a sleeper."""
     frame, waiting, _ = thread
     if waiting:
         if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
             return 1
         if not _timed(frame, waiting, source):
             return 0
-        event = all(in_file(f, "threading.py") for f in waiting)
-        return 2 if event and waiting[-1].function in ("wait", "wait_for") else 1
+        # An Event's wait: its `wait` over the Condition's, both threading.py's.
+        event = len(waiting) == 2 and all(_is(f, ("threading.py", "wait")) for f in waiting)
+        return 2 if event else 1
     blocked = blocking_line(frame, source)
     if blocked in _ON_ANOTHER_THREAD:
         return 0

@@ -801,18 +801,32 @@ def test_a_timeout_is_read_from_the_wait_call_not_another_call_on_its_line(
     assert hung_frame(stack) == Frame(str(job), 5, "stuck")
 
 
-@pytest.mark.parametrize("get", ["q.get(timeout=0.2)", "q.get(True, 0.2)", "f.result(timeout=1)"])
+@pytest.mark.parametrize(
+    "get",
+    [
+        "q.get(timeout=0.2)",
+        "q.get(True, 0.2)",
+        "f.result(timeout=1)",
+        # A hand-written consumer on a Condition, no Event's wait (review).
+        "cond.wait(0.2)",
+        "cond.wait_for(ready, 0.2)",
+    ],
+)
 def test_a_join_names_a_consumer_polling_with_a_timeout_not_the_heartbeat(
     tmp_path: Path, get: str
 ) -> None:
     """A consumer that polls its queue with a timeout in a loop that never ends wakes, as the
     heartbeat's sleep does, but it is the thread that never ends: below a queue's get (or
-    a future's result) a timed wait ranks above a sleeper, and the hang names `work`
-    (it read `hang in beat`, review)."""
+    a future's result), or a Condition's own wait, a timed wait ranks above a sleeper (an
+    Event's), and the hang names `work` (it read `hang in beat`, review)."""
     lib = "/usr/lib/python3.11"
     below = (
         f'  File "{lib}/queue.py", line 180 in get\n'
         if "get" in get
+        else f'  File "{lib}/threading.py", line 376 in wait_for\n'
+        if "wait_for" in get
+        else ""
+        if "cond" in get
         else f'  File "{lib}/concurrent/futures/_base.py", line 451 in result\n'
     )
     job = tmp_path / "job.py"
