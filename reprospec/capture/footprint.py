@@ -27,7 +27,8 @@ from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
-from reprospec.outcome.tracebacks import RANK_TAG, exception_after
+from reprospec.outcome.children import RANK_PREFIX
+from reprospec.outcome.tracebacks import exception_after
 from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
 
@@ -774,9 +775,6 @@ def faulthandler_stack(output: str) -> str | None:
 _CURRENT_THREAD = re.compile(r"^Current thread 0x[0-9a-fA-F]+ .*\(most recent call first\):$", re.M)
 
 
-_RANK_TAGGED = re.compile(rf"^{RANK_TAG}", re.M)
-
-
 def traceback_stack(output: str, exception: str | None = None) -> str | None:
     """The last Python traceback in an attempt's output that ends in `exception` (the
     outcome's, where it names one), from its `Traceback (most recent call last):` on (of
@@ -786,9 +784,9 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
     rank's `ValueError`) is not the outcome's: the title named torchrun's `<module>
     (torchrun:8)` as where the ValueError was raised. The last of all where none ends in it;
     None without one. Its lines without a rank's tag (`[rank1]:`)."""
-    # A rank's lines tagged (`[rank1]:`, torchrun's `--tee`'s `[default1]:`) are read, and
-    # returned for crash_frame, as the rank printed them.
-    output = _RANK_TAGGED.sub("", output)
+    # A rank's lines tagged (torch's `[rank1]: `, torchrun's `--tee`'s `[default1]:`) are
+    # read, and returned for crash_frame, as the rank printed them.
+    output = RANK_PREFIX.sub("", output)
     # Each from its header's line (an exception group's `  + Exception Group Traceback`).
     starts = [
         output.rfind("\n", 0, m.start()) + 1

@@ -135,10 +135,11 @@ def test_an_errors_frame_is_its_own_tracebacks_not_a_launchers_after_it() -> Non
     assert crash_frame(traceback_stack(logged, "ValueError"), workdir) == "<module> (train.py:5)"
     dotted = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
     assert crash_frame(traceback_stack(output, dotted), workdir) == "<module> (torchrun:8)"
-    # The rank's lines tagged as torch tags them (`[rank1]:`, torchrun --tee's `[default1]:`):
-    # no exception line matched, and no frame was read of the rank's (review).
+    # The rank's lines tagged as torch tags them (`[rank1]: `, torchrun --tee's `[default1]:`):
+    # no exception line matched, and no frame was read of the rank's (review); torch's space
+    # after the tag was left in place, and the frame read was torchrun's (review).
     start, end = output.index("Traceback"), output.index("rank 0 ok")
-    for tag in ("[rank1]:", "[default1]:"):
+    for tag in ("[rank1]:", "[rank1]: ", "[default1]:", "[default1]: "):
         rank = "".join(tag + line for line in output[start:end].splitlines(keepends=True))
         tagged = output[:start] + rank + output[end:]
         assert crash_frame(traceback_stack(tagged, "ValueError"), workdir) == (
