@@ -799,9 +799,14 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
         for at, start in reversed(list(enumerate(starts))):
             block = output[start : starts[at + 1] if at + 1 < len(starts) else len(output)]
             # The block's own exception line, past its frames: a line printed after the
-            # traceback (a log's `ValueError ...`) is none of it.
+            # traceback (a log's `ValueError ...`) is none of it. Where its frames are not
+            # read through (another rank's line among them, on torchrun's shared stderr),
+            # an exception line of the block's own is (review).
             raised = exception_after(block.split("\n"), 0)
-            if raised is not None and bare_type(raised.type) == wanted:
+            if raised is None:
+                if re.search(rf"^(?:[\w.]+\.)?{re.escape(wanted)}(?::|$)", block, re.M):
+                    return output[start:]
+            elif bare_type(raised.type) == wanted:
                 return output[start:]
     return output[starts[-1] :]
 

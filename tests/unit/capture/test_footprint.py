@@ -133,6 +133,14 @@ def test_an_errors_frame_is_its_own_tracebacks_not_a_launchers_after_it() -> Non
     # log's `ValueError ...` after torchrun's traceback took that for the rank's (review).
     logged = f"{output}ValueError: seen in 3 batches\n"
     assert crash_frame(traceback_stack(logged, "ValueError"), workdir) == "<module> (train.py:5)"
+    # Another rank's line among the rank's frames, or a glog line before its exception line
+    # (torchrun's shared stderr): its frames were not read through and torchrun's was taken.
+    frame, raised = output.index("    raise ValueError"), output.index("ValueError: lr")
+    for at, line in ((frame, "rank 0 step 3 ok\n"), (raised, "W1207 10:54:30.4 9590 x.py:1] w\n")):
+        mixed = output[:at] + line + output[at:]
+        assert crash_frame(traceback_stack(mixed, "ValueError"), workdir) == (
+            "<module> (train.py:5)"
+        ), line
     dotted = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
     assert crash_frame(traceback_stack(output, dotted), workdir) == "<module> (torchrun:8)"
     # The rank's lines tagged as torch tags them (`[rank1]: `, torchrun --tee's `[default1]:`):
