@@ -119,6 +119,7 @@ from reprospec.outcome.pytestreport import (
     xdist_running,
     xdist_worker_crash,
 )
+from reprospec.outcome.tracebacks import closes_a_group
 from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
 from reprospec.report.paths import PathNames
 from reprospec.spec.comments import AXES_NOTE, observe_line
@@ -1156,7 +1157,11 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             ended=False,
         )
         if group is not None:
-            expect["exception"], message, member = group
+            # The process's own last line stays its message (`giving up after 3 retries`),
+            # the member's only where that line is the group's closing rule (review).
+            expect["exception"], member_message, member = group
+            if not message or closes_a_group(message):
+                message = member_message
             comments["exception"] += f"; {member}"
     elif outcome.kind == "crash" and keys.exception:
         expect["exception"] = keys.exception

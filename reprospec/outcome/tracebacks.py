@@ -714,6 +714,14 @@ def _group_members(lines: list[str], start: int) -> tuple[PythonException, ...]:
     return _members_at(found, column)
 
 
+def closes_a_group(line: str) -> bool:
+    """Whether `line` is an exception group's closing rule (`+------------------------`):
+    stderr's last line, and so an error's message, where a group's traceback was printed
+    last."""
+    rule = _GROUP_RULE.match(line)
+    return rule is not None and rule["label"] is None
+
+
 def _continues_a_group(lines: list[str], index: int) -> bool:
     """Whether the line at `index` is still the group's (a rule or a `| ` line)."""
     if index >= len(lines):

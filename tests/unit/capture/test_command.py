@@ -360,13 +360,15 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
     # A process that printed a TaskGroup's traceback and exited its own way (`error exit 2
     # (last traceback: ExceptionGroup[ValueError])`) still wrote `exception: ExceptionGroup`
     # and no message: met by any TaskGroup's failure (review).
-    def printed(number: int, *members: str) -> AttemptResult:
+    def printed(number: int, *members: str, said: str | None = None) -> AttemptResult:
         last = ChainLink(
             "ExceptionGroup",
             f"unhandled errors in a TaskGroup ({len(members)} sub-exceptions)",
             members=tuple(GroupMember(m, f"{m.lower()} 7") for m in members),
         )
-        outcome = Outcome("error", exit_code=2, signature="error:exit-2", last_traceback=last)
+        outcome = Outcome(
+            "error", exit_code=2, message=said, signature="error:exit-2", last_traceback=last
+        )
         return AttemptResult(
             attempt=number, duration_s=0.1, outcome=outcome, matched=False, mismatches=(), logs=""
         )
@@ -388,6 +390,17 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
     expect, comments = expectation(observe([*seen, printed(3, "KeyError")]))
     assert (expect["exception"], "message" in expect) == ("ExceptionGroup", False)
     assert "none in all" in comments["exception"]
+    # The process's own last line stays the message, a member's or none (review); the
+    # group's closing rule, stderr's last line where the group was printed last, is none.
+    rule = "+------------------------------------"
+    for said, message in (("giving up after 3 retries", "giving up after"), (rule, "valueerror")):
+        two = printed(1, "KeyError", "ValueError", said=said)
+        expect, _ = expectation(observe([two, printed(2, "ValueError", said=said)]))
+        assert expect["exception"] == "ValueError"
+        assert str(expect["message"]).startswith(message)
+    seen = [printed(1, "KeyError", said="giving up"), printed(2, "ValueError", said="giving up")]
+    expect, _ = expectation(observe(seen))
+    assert (expect["exception"], expect["message"]) == ("ExceptionGroup", "giving up")
 
 
 def _group_failure(number: int, *members: str) -> AttemptResult:
