@@ -31,15 +31,19 @@ _TIMED_OUT_TODO = (
     "pin more of the long list (`uv pip compile` of it alone shows where it backtracks), or "
     "make the index reachable if it is silent"
 )
-# Of each `Resolved.stopped`: why the lists left are not asked once one answered so, and
-# what to do of such an answer. A timeout was told to make the index reachable, where the
-# resolver was as likely only slow.
 # A timeout is one long list's backtracking as likely as a silent index, which says nothing
 # of the other lists: they are asked still, up to this many timeouts (each up to 120 s).
 _TIMEOUTS = 2
+# Of each `Resolved.stopped`: why the lists left are not asked once the index did not
+# answer, or once `_TIMEOUTS` lists timed out, and what to do of such an answer. A timeout
+# was told to make the index reachable, where the resolver was as likely only slow. The
+# count is `_TIMEOUTS`' own: "two earlier lists" was written beside it and could drift.
 _STOPPED = {
     "unreached": ("the index did not answer", _UNKNOWN_TODO),
-    "timed_out": ("uv pip compile of two earlier lists timed out", _TIMED_OUT_TODO),
+    "timed_out": (
+        f"uv pip compile of {plural(_TIMEOUTS, 'earlier list')} timed out",
+        _TIMED_OUT_TODO,
+    ),
 }
 
 

@@ -46,10 +46,11 @@ class Resolved:
 
     state: Literal["ok", "unsatisfiable", "unknown"]
     said: str = ""
-    # Why an `unknown` answer says something of the lists asked after it ("": it does not):
-    # `unreached`, the index did not answer (uv's network words), and every list asked of
-    # the same index waits it out again; `timed_out`, uv ran past the timeout, a slow
-    # resolve (backtracking over a long list) as often as a silent index, not said of it.
+    # Why an `unknown` answer may say something of the lists asked after it ("": uv failed
+    # otherwise): `unreached`, the index did not answer (uv's network words), and every list
+    # asked of the same index waits it out again; `timed_out`, uv ran past the timeout,
+    # which may be this list's backtracking alone as often as a silent index (doctor stops
+    # asking only after `_TIMEOUTS` of them, commands/doctorvenv).
     stopped: Literal["", "unreached", "timed_out"] = ""
 
 
