@@ -28,9 +28,14 @@ _UNKNOWN_TODO = (
     "runner builds each cell's venv from it"
 )
 _TIMED_OUT_TODO = (
-    "pin more of the long list (`uv pip compile` of it alone shows where it backtracks), or "
-    "make the index reachable if it is silent"
+    "pin more of the long list (`uv pip compile` of it alone shows where it backtracks)"
 )
+# Added to a timeout's todo, unless an unreached index's own todo already says it (the
+# warning said "make the index reachable" twice).
+_OR_SILENT = ", or make the index reachable if it is silent"
+# Of an unknown answer that is neither (uv's own error: a requirement it cannot parse, a
+# local path not there, uv not run or crashed), which was told to make the index reachable.
+_FAILED_TODO = "run `uv pip compile` of that list alone in the spec's folder to see uv's error"
 # A timeout is one long list's backtracking as likely as a silent index, which says nothing
 # of the other lists: they are asked still, up to this many timeouts (each up to 120 s).
 _TIMEOUTS = 2
@@ -131,7 +136,7 @@ def resolve_check(
             timeouts += answer.stopped == "timed_out"
             if answer.stopped == "unreached" or timeouts >= _TIMEOUTS:
                 stopped = answer.stopped
-            todos[_STOPPED[answer.stopped][1] if answer.stopped else _UNKNOWN_TODO] = None
+            todos[_STOPPED[answer.stopped][1] if answer.stopped else _FAILED_TODO] = None
     if unasked:
         unknown.append(
             f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped][0]}"
@@ -151,7 +156,7 @@ def resolve_check(
             "warn",
             f"could not check that the cells' packages resolve (uv pip compile): "
             f"{'; '.join(unknown)}",
-            "; or ".join(todos),
+            _todo(todos),
         )
     if not lists:
         return None  # no interpreter found to resolve for: venv-python fails
@@ -166,6 +171,15 @@ def resolve_check(
         "pass",
         "the cells' packages resolve from the index the venv runner installs from "
         f"(uv pip compile; nothing built){reused}",
+    )
+
+
+def _todo(todos: Mapping[str, None]) -> str:
+    """The unknown answers' todos, each once: a timeout's adds making a silent index
+    reachable only where no unreached index's todo says so already."""
+    return "; or ".join(
+        todo + _OR_SILENT if todo == _TIMED_OUT_TODO and _UNKNOWN_TODO not in todos else todo
+        for todo in todos
     )
 
 

@@ -129,6 +129,32 @@ def test_a_list_that_timed_out_is_not_said_to_be_the_index_not_answering(
     assert check.todo.startswith("pin more of the long list"), check.todo
 
 
+@pytest.mark.usefixtures("asked")
+def test_the_todo_of_uvs_own_error_is_not_to_make_the_index_reachable(tmp_path: Path) -> None:
+    # A requirement uv cannot parse was told to "make the index reachable"; and a timeout
+    # beside an unreached index said "make the index reachable" twice in one todo.
+    ANSWERS[("six==",)] = Resolved("unknown", "error: Failed to parse: `six==`")
+    check = resolve_check(_needs(("six==",)), None, None, tmp_path)
+    assert check is not None
+    assert check.todo == (
+        "run `uv pip compile` of that list alone in the spec's folder to see uv's error"
+    ), check.todo
+    ANSWERS[("big==1",)] = Resolved("unknown", "uv pip compile took over 120s", stopped="timed_out")
+    ANSWERS[("six==2",)] = Resolved("unknown", "Connection refused", stopped="unreached")
+    check = resolve_check(_needs(("big==1",), ("six==2",)), None, None, tmp_path)
+    assert check is not None
+    assert check.todo.count("make the index reachable") == 1, check.todo
+    assert check.todo.startswith(
+        "pin more of the long list (`uv pip compile` of it alone "
+        "shows where it backtracks); or make the index reachable ("
+    ), check.todo
+    # A timeout alone still names a silent index.
+    ANSWERS.pop(("six==2",))
+    check = resolve_check(_needs(("big==1",)), None, None, tmp_path)
+    assert check is not None
+    assert check.todo.endswith("or make the index reachable if it is silent"), check.todo
+
+
 def test_after_two_timeouts_the_other_lists_are_not_asked(
     asked: list[tuple[str, ...]], tmp_path: Path
 ) -> None:
