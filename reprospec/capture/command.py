@@ -120,6 +120,7 @@ from reprospec.outcome.pytestreport import (
     xdist_worker_crash,
 )
 from reprospec.outcome.tracebacks import closes_a_group
+from reprospec.plan.workfiles import SITE_PACKAGES
 from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
 from reprospec.report.paths import PathNames
 from reprospec.spec.comments import AXES_NOTE, observe_line
@@ -1282,14 +1283,11 @@ def chosen_interpreter(
 
 def _an_entry_point(name: str, environment: Path) -> bool:
     """Whether a distribution installed in the Python environment at `environment` (its
-    `site-packages`, read, not run) declares a console or GUI script `name`."""
+    `site-packages`, Debian's `dist-packages`: SITE_PACKAGES, read, not run) declares a
+    console or GUI script `name`."""
     from importlib import metadata
 
-    sites = [
-        str(site)
-        for pattern in ("lib/python3*/site-packages", "Lib/site-packages")
-        for site in environment.glob(pattern)
-    ]
+    sites = [str(site) for pattern in SITE_PACKAGES for site in environment.glob(pattern)]
     try:
         return any(
             entry.name == name and entry.group in ("console_scripts", "gui_scripts")

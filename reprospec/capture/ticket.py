@@ -77,7 +77,7 @@ from reprospec.outcome.watchdog import (
     pytest_timeout_worker,
 )
 from reprospec.plan.shellwords import shell_script
-from reprospec.plan.workfiles import is_environment_folder
+from reprospec.plan.workfiles import SITE_PACKAGES, is_environment_folder
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -2685,9 +2685,8 @@ def _senders_paths(
 # What a Python environment's folder holds, the one that holds its `bin` (`Scripts`): what
 # plan/workfiles' `is_environment_folder` asks (a virtual environment's `pyvenv.cfg`, a
 # conda environment's or install's `conda-meta`), and here also the `site-packages` of any
-# installed Python's prefix (pyenv's `versions/3.11.4`, a user's `~/.local`); virtualenv's
-# old `bin/activate`.
-_SITE_PACKAGES = ("lib/python3*/site-packages", "Lib/site-packages")
+# installed Python's prefix (plan/workfiles' SITE_PACKAGES: pyenv's `versions/3.11.4`, a
+# user's `~/.local`, Debian's `/usr`); virtualenv's old `bin/activate`.
 # Where the path is not on this machine, what an environment's folder is named: a virtual
 # environment's by the names `python -m venv` is given (`.venv`, `venv`, `env`, `myenv`,
 # `torch-env`, `.venv-py311`, `venv3.11`: `env` ending its name, or before a version alone;
@@ -2759,7 +2758,7 @@ def _bins(program: Path) -> list[Path]:
 
 def _environments_bin(folder: Path) -> bool:
     """Whether `folder`, a `bin` (`Scripts`), is a Python environment's here: its parent
-    is one (`is_environment_folder`) or holds a `site-packages` (`_SITE_PACKAGES`), or it
+    is one (`is_environment_folder`) or holds a `site-packages` (`SITE_PACKAGES`), or it
     holds virtualenv's old `activate`."""
     try:
         environment = is_environment_folder(folder.parent.expanduser())
@@ -2768,7 +2767,7 @@ def _environments_bin(folder: Path) -> bool:
     return (
         environment
         or _exists(folder / "activate")
-        or any(_globbed(folder.parent, mark) for mark in _SITE_PACKAGES)
+        or any(_globbed(folder.parent, mark) for mark in SITE_PACKAGES)
     )
 
 

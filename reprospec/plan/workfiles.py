@@ -373,6 +373,19 @@ def _place_outside(word: str, workdir: Path) -> Path | None:
     return place
 
 
+# Where, under a Python environment's or install's folder (its prefix), its installed
+# distributions lie: a venv's or a prefix's `lib/python3.X/site-packages`, Windows'
+# `Lib/site-packages`, and Debian's and Ubuntu's system Python's `lib/python3/dist-packages`
+# (apt's) and `local/lib/python3.X/dist-packages` (pip's as root). The one list: capture's
+# console scripts by path and a ticket's environments' `bin` read it.
+SITE_PACKAGES = (
+    "lib/python3*/site-packages",
+    "Lib/site-packages",
+    "lib/python3*/dist-packages",
+    "local/lib/python3*/dist-packages",
+)
+
+
 def is_environment_folder(folder: Path) -> bool:
     """Whether `folder` is a Python environment's own, the one its `bin` is in: a virtual
     environment's (its pyvenv.cfg file) or a conda environment's or install's (its

@@ -76,6 +76,21 @@ def test_a_console_script_beside_its_interpreter_by_a_path_not_normal_is_by_its_
     assert command == ("../venv/bin/mine", "x")
 
 
+def test_a_console_script_of_debians_system_python_is_by_its_name(tmp_path: Path) -> None:
+    # Only `site-packages` was read: apt's `/usr/bin/pip3` and `/usr/bin/pytest`, declared in
+    # `/usr/lib/python3/dist-packages`, kept their path in the spec (review).
+    usr = tmp_path / "usr"
+    (usr / "bin").mkdir(parents=True)
+    for site, name in (("lib/python3", "pip3"), ("local/lib/python3.11", "tool")):
+        (usr / "bin" / name).write_text(f"#!{usr}/bin/python3\nimport sys\n")
+        dist = usr / site / "dist-packages" / f"{name}-1.0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(f"[console_scripts]\n{name} = pkg:main\n")
+        command, _ = chosen_interpreter([str(usr / "bin" / name), "x"], None, tmp_path)
+        assert command == (name, "x"), site
+
+
 def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() -> None:
     # The main loop's step (10), noticed some steps after the worker died, was in the title
     # (`SIGSEGV in a DataLoader worker at train step 10`) while `expect` said no step could
