@@ -44,8 +44,9 @@ def _needs(*lists: tuple[str, ...]) -> doctor.Needs:
     return doctor.Needs(packages=packages, package_sets=sets, runner="venv", cells=len(lists))
 
 
-def _built(root: Path, packages: tuple[str, ...]) -> None:
-    request = venvs.EnvRequest(PYTHON, packages, venvs.IndexConfig())
+def _built(root: Path, packages: tuple[str, ...], spec_dir: Path) -> None:
+    """`packages`' environment built in `root`, keyed as the run keys it (`request_for`)."""
+    request = venvs.request_for(PYTHON, packages, venvs.IndexConfig(), cwd=spec_dir)
     folder = root / request.key()
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "python").touch()
@@ -58,7 +59,7 @@ def test_a_list_built_already_is_not_asked_of_the_index(
     # six==1.0, deleted from a private index since its environment was built: doctor failed
     # "each is an infra error, not run" of a spec whose run reuses that environment.
     ANSWERS[("six==1.0",)] = Resolved("unsatisfiable", "No solution found")
-    _built(tmp_path / "envs", ("six==1.0",))
+    _built(tmp_path / "envs", ("six==1.0",), tmp_path)
     check = resolve_check(_needs(("six==1.0",), ("six==1.1",)), None, None, tmp_path)
     assert check is not None
     assert check.status == "pass", check
