@@ -1047,13 +1047,9 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
         # and a backtrace of its own, which were read.
         native_frames=_native_frames(
-            clean[
-                _gdb_frames_at(clean, gdb)
-                if gdb
-                else _lldb_frames_at(clean, lldb[2])
-                if lldb is not None
-                else 0 :
-            ]
+            clean[slice(*_gdb_frames_at(clean, gdb))]
+            if gdb
+            else clean[_lldb_frames_at(clean, lldb[2]) if lldb is not None else 0 :]
         ),
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
@@ -1950,18 +1946,29 @@ def _gdb_signal(text: str) -> re.Match[str] | None:
     return None
 
 
-def _gdb_frames_at(text: str, stop: re.Match[str]) -> int:
+def _gdb_frames_at(text: str, stop: re.Match[str]) -> tuple[int, int]:
     """Where in `text` the frames of gdb's crash `stop` (`_gdb_signal`'s) begin: its
     thread's backtrace where `thread apply all bt` printed every thread's (the thread the
-    stop names, a core's current thread), which may come after another's; else the stop."""
+    stop names, a core's current thread), which may come after another's; else the stop.
+    And where they end: at the session's next run (`_GDB_RUN`), whose thread of that number
+    stopped elsewhere (a breakpoint's), else the end of `text`."""
+    end = run.start() if (run := _GDB_RUN.search(text, stop.end())) is not None else len(text)
     thread = stop["thread"]
-    if thread is None and (current := _GDB_CURRENT_THREAD.search(text, stop.end())) is not None:
+    current = _GDB_CURRENT_THREAD.search(text, stop.end(), end)
+    if thread is None and current is not None:
         thread = current["thread"]
     if thread is not None:
-        header = re.compile(rf"^[ \t]*Thread {thread} \(", re.MULTILINE).search(text, stop.end())
-        if header is not None:
-            return header.start()
-    return stop.start()
+        header = re.compile(rf"^[ \t]*Thread {thread} \(", re.MULTILINE)
+        if (found := header.search(text, stop.end(), end)) is not None:
+            return found.start(), end
+    return stop.start(), end
+
+
+# gdb's start of another run: its prompt's `run` (`r`, `start`, `starti`, `attach`), or the
+# `Starting program: ...` a run prints.
+_GDB_RUN = re.compile(
+    r"^[ \t]*\(gdb\) +(?:r|run|start|starti|attach)\b|^[ \t]*Starting program: ", re.MULTILINE
+)
 
 
 def _lldb_frames_at(text: str, stop: int) -> int:
@@ -2690,10 +2697,11 @@ def _senders_paths(
 # Where the path is not on this machine, what an environment's folder is named: a virtual
 # environment's by the names `python -m venv` is given (`.venv`, `venv`, `env`, `myenv`,
 # `torch-env`, `.venv-py311`, `venv3.11`: `env` ending its name, or before a version alone;
-# `env-setup`, `dev-env-tools`, `venv-setup` and `venvtools` are a project's), a user's
-# `.local`, a conda install's (`miniconda3`, `~/anaconda`, `micromamba`)...
+# a hidden `.venv` beginning it, `.venv-dev`, `.venv-cu121`, which is almost never a
+# project's; `env-setup`, `dev-env-tools`, `venv-setup` and `venvtools` are a project's), a
+# user's `.local`, a conda install's (`miniconda3`, `~/anaconda`, `micromamba`)...
 _ENVIRONMENT_NAMED = re.compile(
-    r"(?i)^.*env(?:[-_.]?(?:py)?\d[\d.]*)?$|^\.local$"
+    r"(?i)^(?:.*env|\.venv.*)(?:[-_.]?(?:py)?\d[\d.]*)?$|^\.local$"
     r"|^\.?(?:miniconda|anaconda|miniforge|mambaforge|micromamba|conda)\d*$"
 )
 # ... or the folder holding it (`miniconda3/envs/t`, `~/.virtualenvs/t`, `~/venvs/t`), pyenv's

@@ -2752,10 +2752,13 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     )
     assert (conda.command, conda.sender_paths) == ("torchrun train.py", ())
     # An environment of its own name, ~/venvs' and a conda install's unnumbered, and a
-    # launcher no project ships in its bin, are environments' too (review).
+    # launcher no project ships in its bin, are environments' too (review); a hidden
+    # `.venv` with a suffix too (review).
     for script, name in (
         ("/home/alice/torch-env/bin/torchrun", "torchrun"),
         ("/home/alice/proj/.venv-py311/bin/pytest", "pytest"),
+        ("/home/alice/proj/.venv-dev/bin/pytest", "pytest"),
+        ("/home/alice/proj/.venv-cu121/bin/torchrun", "torchrun"),
         ("/home/alice/venvs/torch/bin/accelerate", "accelerate"),
         ("/home/alice/miniconda/bin/deepspeed", "deepspeed"),
         ("/home/alice/anaconda/bin/lightning", "lightning"),
@@ -3164,6 +3167,19 @@ def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
         ("__strlen_evex@strlen-evex.S", "measure@foo.c", "main@crash.c"),
     )
     assert read.command == "./crash --count 4"
+    # A live crash with no `bt`, then `break main` and another `run`, whose `thread apply
+    # all bt` printed thread 1's breakpoint frames: they were read as the crash's.
+    rerun = (
+        '(gdb) run x\nStarting program: /tmp/mt x\n\nThread 1 "mt" received signal SIGSEGV,'
+        " Segmentation fault.\n__strlen_evex () at ../sysdeps/x86_64/multiarch/strlen-evex.S:79\n"
+        "(gdb) break main\nBreakpoint 1 at 0x5555555551c0: file mt.c, line 9.\n(gdb) run\n"
+        "Starting program: /tmp/mt x\n\n"
+        'Thread 1 "mt" hit Breakpoint 1, main (argc=2, argv=0x7fffffffe7e8) at mt.c:9\n'
+        '(gdb) thread apply all bt\n\nThread 1 (Thread 0x7ffff7dcd740 (LWP 11360) "mt"):\n'
+        "#0  main (argc=2, argv=0x7fffffffe7e8) at mt.c:9\n"
+    )
+    read = read_ticket(rerun)
+    assert (read.failure.signal, read.native_frames) == ("SIGSEGV", ())
 
 
 def test_gdb_frames_are_the_crashed_threads_among_every_threads() -> None:
