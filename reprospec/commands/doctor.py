@@ -289,7 +289,7 @@ def _interpreter(
     venv-packages does not look for again."""
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells
-    from reprospec.venvs.build import EnvBuildError, find_interpreter
+    from reprospec.venvs.build import EnvBuildError, find_interpreter, own_interpreter_path
 
     if given is not None or needs is None or needs.runner != "venv" or needs.python is None:
         # On the venv runner, said: the header named a path alone, read as what the cells
@@ -326,7 +326,7 @@ def _interpreter(
     # `python 3.11 (cell py=3.11)`, and its failed capture left out the py=none cell, which
     # fails alike; its cells are named with that interpreter's.
     none_cells = tuple(c for p, cells in needs.pythons if p is None for c in cells)
-    own = os.path.realpath(sys.executable)
+    own = own_interpreter_path()
     unnamed = any(p is None for p, _ in needs.pythons) and own not in of_path
     several = len(of_path) + len(not_here) + unnamed > 1
     # (no cell ids given: nothing to name, where it said "(cells )")

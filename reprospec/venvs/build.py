@@ -211,13 +211,20 @@ def by_name(request: str) -> bool:
     return os.sep not in request and not os.path.exists(request)  # noqa: PTH110
 
 
+def own_interpreter_path() -> str:
+    """The path `find_interpreter(None)` gives, reprospec's own interpreter as a cell that
+    names no python is built on: doctor holds the interpreters it found against it, and a
+    copy of the rule there would drift from this one unnoticed."""
+    return os.path.realpath(sys.executable)
+
+
 @lru_cache(maxsize=32)
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter."""
     said: str | None = None  # the version a search read already (it ran the interpreter)
     if request is None:
-        path = sys.executable
+        path = own_interpreter_path()
     # As runners/local.py's resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
     # that cannot be expanded left alone, and os.path.exists is False where Path's raises.
     elif not by_name(request):

@@ -3,8 +3,6 @@ venv runner's search for each python stubbed: no process is started."""
 
 from __future__ import annotations
 
-import os
-import sys
 from types import SimpleNamespace
 
 import pytest
@@ -126,7 +124,7 @@ def test_cells_that_name_no_python_on_the_same_interpreter_are_not_another(
     # reprospec runs on the 3.11 the spec names: the py=none cell, built on reprospec's own,
     # was counted as another interpreter, the one labelled `python 3.11 (cell py=3.11)`, and
     # its failed capture said the workload cells of it alone are infra errors.
-    own = os.path.realpath(sys.executable)
+    own = build.own_interpreter_path()
     monkeypatch.setattr(build, "find_interpreter", _search({"3.11": own}))
     pythons = (("3.11", ("py=3.11",)), (None, ("py=none",)))
     needs = doctor.Needs(python="3.11", pythons=pythons, runner="venv")
