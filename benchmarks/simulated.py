@@ -40,7 +40,7 @@ def source_at(before: str, relpath: str) -> str:
     /work/main's working tree, edits and all, not the branch; one that is both a folder and
     a revision is refused as ambiguous. Neither, refused in one line, exit 2, that says which
     it missed (a folder or a typo ended in git's CalledProcessError traceback)."""
-    if os.sep in before or before.startswith("."):
+    if _written_as_path(before):
         folder = Path(before)
         if folder.is_dir():
             if _is_revision(before):
@@ -63,17 +63,23 @@ def source_at(before: str, relpath: str) -> str:
 
 
 def _not_found(before: str, relpath: str, stderr: str) -> str:
-    """Why `before` names no search: a path that is no folder, a folder written bare (where
-    the `./` is the fix), a revision without `relpath`, or no revision at all."""
-    if os.sep in before or before.startswith("."):
-        if _is_revision(before):  # a branch named like a path (feature/x), no folder
-            return f"--before {before}: git revision {before} has no {relpath} ({stderr})"
+    """Why `before` names no search: a revision without `relpath` (a branch named like a
+    path, feature/x, or one with a folder of its name here, `git worktree add 7a8caec1
+    7a8caec1`, which was told "no git revision"), a path that is no folder, a folder written
+    bare (where the `./` is the fix), or no revision at all."""
+    if _is_revision(before):
+        return f"--before {before}: git revision {before} has no {relpath} ({stderr})"
+    if _written_as_path(before):
         return f"--before {before}: no folder {before} (and no git revision)"
     if Path(before).is_dir():
         return f"--before {before}: no git revision; {before} is a folder here: write it ./{before}"
-    if _is_revision(before):
-        return f"--before {before}: git revision {before} has no {relpath} ({stderr})"
     return f"--before {before}: no git revision {before} ({stderr})"
+
+
+def _written_as_path(before: str) -> bool:
+    """Whether `before` is written as a path (`./wt`, `/tmp/wt`, `../copy`): only such is
+    read as a folder."""
+    return os.sep in before or before.startswith(".")
 
 
 def _is_revision(before: str) -> bool:

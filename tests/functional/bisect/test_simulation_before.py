@@ -74,3 +74,27 @@ def test_a_refusal_says_which_it_missed(script: str, tmp_path: Path) -> None:
         refused = _simulate(script, tmp_path, before)
         assert refused.returncode == 2
         assert refused.stderr.strip() == f"{script}: --before {before}: {said}"
+
+
+def test_a_revision_without_the_file_is_told_so_beside_a_folder_of_its_name(
+    script: str, tmp_path: Path
+) -> None:
+    # A folder named after a revision that lacks the file (a worktree named after its old
+    # tag, as `git worktree add DIR REV` makes): it was told "no git revision; write it
+    # ./ROOT", and the ./ only led to "a folder without".
+    root = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-list", "--max-parents=0", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0][:8]
+    without = SCRIPTS[script][1]
+    has = ["git", "-C", str(ROOT), "cat-file", "-e", f"{root}:{without}"]
+    if not subprocess.run(has, capture_output=True).returncode:
+        pytest.skip(f"the root commit {root} has {without} (a shallow checkout)")
+    (tmp_path / root).mkdir()
+    refused = _simulate(script, tmp_path, root)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith(
+        f"{script}: --before {root}: git revision {root} has no {without} ("
+    ), refused.stderr
