@@ -400,7 +400,7 @@ def test_a_link_to_an_environment_to_build_again_is_removed_not_its_target(
     assert any("removing the link alone" in line for line in said), said
 
 
-def test_a_relative_link_to_build_again_is_said_resolved(
+def test_a_relative_link_to_build_again_is_said_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A link made `ln -s ../elsewhere KEY` was said `is a link to ../elsewhere`, a path
@@ -423,8 +423,7 @@ def test_a_relative_link_to_build_again_is_said_resolved(
     said: list[str] = []
     with pytest.raises(EnvBuildError):
         build.ensure_env(request, root, progress=lambda p: said.append(p.message))
-    resolved = os.path.realpath(target)
-    assert any(f"is a link to {resolved}: removing" in line for line in said), said
+    assert any(f"is a link to {target}: removing" in line for line in said), said
 
 
 def test_a_link_to_build_again_under_a_linked_folder_is_said_as_the_folder_is_named(

@@ -54,11 +54,11 @@ def test_a_link_to_a_whole_or_a_broken_environment_is_listed_as_a_link(
     assert not listed["aaaaaaaaaaaaaaaa"].linked_to
     link = listed["fedcba9876543210"]
     assert link.unreadable.startswith("its reprospec-env.json is not JSON")
-    assert link.linked_to == os.path.realpath(broken)
+    assert link.linked_to == str(broken)
     assert link.listed().endswith(f"{root / 'fedcba9876543210'} (a link to {link.linked_to})")
     gone = listed["1111111111111111"]
     assert gone.unreadable == "its target is gone"
-    assert gone.linked_to == os.path.realpath(tmp_path / "gone")
+    assert gone.linked_to == str(tmp_path / "gone")
     assert gone.size_bytes == 0
     assert gone.last_used > 0
 
@@ -127,13 +127,13 @@ def test_prune_of_a_link_removes_the_link_alone_and_frees_nothing(tmp_path: Path
     root.mkdir()
     (root / "0123456789abcdef").symlink_to(whole)
     [listed] = venvs.list_envs(root)
-    assert listed.linked_to == os.path.realpath(whole)
+    assert listed.linked_to == str(whole)
     [would] = venvs.prune_envs(root, dry_run=True)
     assert would.size_bytes == 0
     assert (root / "0123456789abcdef").is_symlink()
     [removed] = venvs.prune_envs(root)
     assert removed.size_bytes == 0
-    assert removed.linked_to == os.path.realpath(whole)
+    assert removed.linked_to == str(whole)
     assert not (root / "0123456789abcdef").is_symlink()
     assert (whole / "big").stat().st_size == 10_000
     assert not (root / ".tmp").exists() or not any((root / ".tmp").iterdir())
@@ -199,7 +199,7 @@ def test_prune_leaves_an_environment_used_or_built_again_since_it_was_listed(
     assert not used.exists()
 
 
-def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_link(
+def test_a_relative_link_is_listed_at_its_absolute_target_and_json_says_it_is_a_link(
     tmp_path: Path,
 ) -> None:
     """`ln -s ../elsewhere/whole KEY`: prune said `its environment at ../elsewhere/whole
@@ -213,8 +213,8 @@ def test_a_relative_link_is_listed_at_its_resolved_target_and_json_says_it_is_a_
     _environment(root / "aaaaaaaaaaaaaaaa", meta)
     listed = {env.key: env for env in venvs.list_envs(root)}
     link = listed["0123456789abcdef"]
-    assert link.linked_to == os.path.realpath(whole)
-    assert link.to_dict()["linked_to"] == os.path.realpath(whole)
+    assert link.linked_to == str(whole)
+    assert link.to_dict()["linked_to"] == str(whole)
     assert listed["aaaaaaaaaaaaaaaa"].to_dict()["linked_to"] is None
 
 
