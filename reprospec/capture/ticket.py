@@ -1890,6 +1890,10 @@ def _native_frames(text: str) -> tuple[str, ...]:
                 frames = []
             else:
                 break
+        elif frames and int(match["n"]) != int(first) + len(frames):
+            # A frame that does not go on from the last (`up`, `down` or `frame 2` after
+            # `bt`, or after the stop's #0 and an `up`): the one frame it shows, no caller.
+            continue
         if not frames:
             first = match["n"]
         frames.append(frame)
@@ -2571,11 +2575,13 @@ def _words(line: str) -> list[str]:
 
 
 def _program(words: list[str]) -> str:
-    """The program a command line runs, past `VAR=value` assignments and wrappers."""
+    """The program a command line runs, past `VAR=value` assignments and wrappers, by its
+    name (Windows' `torchrun.exe` as `torchrun`: a prompt's `...\\Scripts\\torchrun.exe`
+    was no command a ticket runs, and the log's command was none)."""
     index = _program_at(words)
     if index is None:
         return ""
-    name = words[index].rsplit("/", 1)[-1]
+    name = re.sub(r"(?i)\.exe$", "", words[index].rsplit("/", 1)[-1])
     return "python" if is_python(name) else name
 
 

@@ -2751,6 +2751,13 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
         workdir=tmp_path,
     )
     assert (conda.command, conda.sender_paths) == ("torchrun train.py", ())
+    # Windows' `.exe` is no part of the name it is run by (review).
+    exe = read_ticket(
+        "PS C:\\Users\\me\\p> C:\\Users\\me\\miniconda3\\envs\\t\\Scripts\\torchrun.exe"
+        f" train.py{error}",
+        workdir=tmp_path,
+    )
+    assert (exe.command, exe.sender_paths) == ("torchrun train.py", ())
     # An environment of its own name, ~/venvs' and a conda install's unnumbered, and a
     # launcher no project ships in its bin, are environments' too (review); a hidden
     # `.venv` with a suffix too (review).
@@ -3237,6 +3244,15 @@ def test_the_frame_up_shows_before_bt_is_no_backtrace_of_its_own() -> None:
     assert read_ticket(core).native_frames == crash
     # And `frame 0` after the backtrace shows its #0 again: no backtrace of its own either.
     assert read_ticket(f"{core}(gdb) frame 0\n{strlen}").native_frames == crash
+    # Nor `up`, `frame 2` or `down` after it: each frame was read as the next caller
+    # (`main`, `measure` after `main`).
+    for shown in (f"(gdb) up\n{measure}", f"(gdb) frame 2\n{main}", f"(gdb) up\n{measure}" * 2):
+        assert read_ticket(f"{core}{shown}").native_frames == crash, shown
+    # On a core, `up`, `up`, `down`, then `bt`: the four frames the walk showed were the
+    # longer printing of the stack, `measure` after `main`.
+    walk = core.replace(f"(gdb) bt\n{strlen}{measure}{main}", "")
+    walk += f"(gdb) up\n{main}(gdb) down\n{measure}(gdb) bt\n{strlen}{measure}{main}"
+    assert read_ticket(walk).native_frames == crash
 
 
 def test_a_gdb_stop_at_a_signal_that_is_no_crash_is_not_the_crash() -> None:
