@@ -342,7 +342,7 @@ def _headerless_group(lines: list[str], after: int = -1) -> PythonException | No
         rule = _GROUP_RULE.match(lines[after]) if after < len(lines) else None
         if rule is None or rule["label"] != "1" or rule["lead"] != "  +-+":
             continue
-        return _exception_after([_GROUP_HEADER, *lines[index:]], 0)
+        return exception_after([_GROUP_HEADER, *lines[index:]], 0)
     return None
 
 
@@ -363,7 +363,7 @@ def thread_exceptions(text: str) -> tuple[PythonException, ...]:
             continue
         if _traceback_context(lines, index) != "thread":
             continue
-        exception = _exception_after(lines, index)
+        exception = exception_after(lines, index)
         if exception is not None:
             found.append(went_on(exception))
     return tuple(found)
@@ -508,7 +508,7 @@ def _chains(lines: list[str]) -> list[_Chain]:
     for index, line in enumerate(lines):
         if not _TB_HEADER.match(line):
             continue
-        exception = _exception_after(lines, index)
+        exception = exception_after(lines, index)
         if exception is None:
             continue
         link = _link_before(lines, index)
@@ -623,10 +623,6 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
     message and a group's members), read past its frames; None where another line comes
     first (interleaved output). capture's footprint asks it of each traceback it picks
     from."""
-    return _exception_after(lines, header)
-
-
-def _exception_after(lines: list[str], header: int) -> PythonException | None:
     group = "Exception Group" in lines[header]
     quoted = _quoted(lines, header)
     index = header + 1
@@ -758,7 +754,7 @@ def _leaves(body: list[_GroupLine], column: int) -> tuple[PythonException, ...]:
     texts = [_PLAIN_HEADER if _TB_HEADER.match(text) else text for _, text in own]
     headers = [i for i, text in enumerate(texts) if text == _PLAIN_HEADER]
     last = headers[-1] if headers else None
-    exception = _exception_after(texts if last is not None else [_PLAIN_HEADER, *texts], last or 0)
+    exception = exception_after(texts if last is not None else [_PLAIN_HEADER, *texts], last or 0)
     if exception is None:
         return ()
     # A nested group's own members: the deeper lines after the header of its traceback.
