@@ -2004,10 +2004,14 @@ _LLDB_RUN = re.compile(
 def _lldb_session_end(text: str, line_start: int, line_end: int) -> int:
     """Where the run of lldb's stop (on the line from `line_start` to `line_end`) ends in
     `text`: at another run (`_LLDB_RUN`) of another process than the stop's (its `Process
-    N stopped` above it; batch mode prints its `launched` after the stop); else the end."""
+    N stopped` above it; batch mode prints its `launched` after the stop, the first
+    Process line after it where a paste begins at the stop); else the end."""
     before = [m["process"] for m in _LLDB_RUN.finditer(text, 0, line_start) if m["process"]]
     process = before[-1] if before else None
     for run in _LLDB_RUN.finditer(text, line_end):
+        if process is None and run["process"] is not None:
+            process = run["process"]
+            continue
         if run["process"] is None or run["process"] != process:
             return run.start()
     return len(text)

@@ -3221,6 +3221,17 @@ def test_lldb_frames_are_the_crashed_threads_among_every_threads() -> None:
             "__clone3@clone3.S",
         ),
     )
+    # A paste that begins at the stop, no `Process N stopped` above it: the stop's own
+    # batch-mode `Process N launched` after it ended its session, `bt all` unread.
+    text = ticket("lldb-all-threads.md")
+    read = read_ticket("```\n" + text[text.index("* thread #2") :])
+    assert read.native_frames == (
+        "__strlen_evex@strlen-evex.S",
+        "measure@foo.c",
+        "work@mt2.c",
+        "start_thread@pthread_create.c",
+        "__clone3@clone3.S",
+    )
 
 
 def test_the_frame_up_shows_before_bt_is_no_backtrace_of_its_own() -> None:
