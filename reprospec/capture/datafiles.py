@@ -269,7 +269,7 @@ MACHINE_FOLDERS = frozenset(
 _INTERPRETER_LIB = Lazy(INTERPRETER_LIB)
 
 
-def _machines(path: Path) -> bool:
+def in_machine_folders(path: Path) -> bool:
     """Whether an absolute `path` lies under one of the machine's own folders
     (`MACHINE_FOLDERS`), by its first folder whole: `/lib64/...` and `/nix/store/...` do,
     `/library/data.csv` does not (a `/lib` prefix took it for the system's)."""
@@ -282,7 +282,7 @@ def _the_programs(path: Path, before: float) -> bool:
     folders, nor under a hidden folder but `.config` (caches, `.git`, tool state)."""
     text = str(path)
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    if _machines(path):
+    if in_machine_folders(path):
         return False
     if any(text.startswith(p + "/") for p in prefixes):
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.datafiles import WorkdirFiles, named_in, read_files
+from reprospec.capture.datafiles import WorkdirFiles, in_machine_folders, named_in, read_files
 from reprospec.core.results import AttemptResult, Outcome
 
 
@@ -132,10 +132,8 @@ def test_a_free_threaded_or_pypy_standard_librarys_file_is_no_data_of_the_progra
 def test_the_machines_folders_are_told_by_the_first_folder_whole() -> None:
     # A `startswith("/lib")` rule took `/library/data.csv` for the system's and missed
     # `/boot`, `/nix` and `/lib32`; the first folder is compared whole.
-    from reprospec.capture.datafiles import _machines
-
-    assert not _machines(Path("/library/data.csv"))
-    assert not _machines(Path("/home/a/lib/x"))
-    assert not _machines(Path("/"))
+    assert not in_machine_folders(Path("/library/data.csv"))
+    assert not in_machine_folders(Path("/home/a/lib/x"))
+    assert not in_machine_folders(Path("/"))
     for machine in ("/lib64/x", "/nix/store/x", "/boot/x", "/lib32/x", "/usr/lib/x"):
-        assert _machines(Path(machine)), machine
+        assert in_machine_folders(Path(machine)), machine
