@@ -1992,11 +1992,16 @@ def _lldb_frames_at(text: str, stop: int) -> int:
     return stop
 
 
-# lldb's start of another run: its prompt's `run` (`r`, `process launch`, `attach`), a
-# process's `Process 23590 launched: ...` (or `stopped`, `attaching`).
+# lldb's commands that launch its program (`_lldb_launched` reads their arguments), and
+# those that attach to a process.
+_LLDB_LAUNCHES = (("r",), ("run",), ("process", "launch"))
+_LLDB_ATTACHES = (("attach",), ("process", "attach"))
+# lldb's start of another run: its prompt's launch or attach, a process's `Process 23590
+# launched: ...` (or `stopped`, `attaching`).
 _LLDB_RUN = re.compile(
-    r"^[ \t]*\(lldb\) +(?:r|run|process +(?:launch|attach)|attach)\b"
-    r"|^[ \t]*Process (?P<process>\d+) (?:launched|stopped|attaching)\b",
+    r"^[ \t]*\(lldb\) +(?:"
+    + "|".join(" +".join(map(re.escape, words)) for words in (*_LLDB_LAUNCHES, *_LLDB_ATTACHES))
+    + r")\b|^[ \t]*Process (?P<process>\d+) (?:launched|stopped|attaching)\b",
     re.MULTILINE,
 )
 
@@ -2239,18 +2244,19 @@ def _lldb_launched(program: list[str], commands: list[str]) -> list[str] | None:
             elif words[1:2] == ["clear"]:
                 run_args, saved_unknown = [], False
             continue
-        if words[:2] == ["process", "launch"]:
-            rest = words[2:]
-            if "--" in rest:
-                launched, unread = rest[rest.index("--") + 1 :], False
-            else:
-                # Options and no `--`: which words are the program's is not known.
-                launched = [word for word in rest if word not in _LAUNCH_FLAGS]
-                unread = any(word.startswith("-") for word in launched)
-        elif words[:1] in (["r"], ["run"]):
-            launched, unread = words[1:], False
-        else:
+        launch = next((len(w) for w in _LLDB_LAUNCHES if tuple(words[: len(w)]) == w), 0)
+        if not launch:
             continue
+        rest = words[launch:]
+        if words[0] != "process":
+            launched, unread = rest, False
+        elif "--" in rest:
+            launched, unread = rest[rest.index("--") + 1 :], False
+        else:
+            # `process launch`'s options and no `--`: which words are the program's is
+            # not known.
+            launched = [word for word in rest if word not in _LAUNCH_FLAGS]
+            unread = any(word.startswith("-") for word in launched)
         if launched and not unread:
             # lldb saves a launch's arguments for the next (`target->SetRunArguments`):
             # `run --count 4`, a breakpoint, then `run` ran `--count 4` again.
