@@ -835,10 +835,11 @@ LEFT_THE_TREE = "[left the tree]"
 # report's where-line, `pid 4200's threads were in t.py:6 in one, its main thread joining
 # them in t.py:16 in <module>`): joins them, polls them in a sleep loop (`while
 # w.is_alive(): time.sleep(0.1)`), or has left the program's code and waits at exit for
-# threads it never joined (threading's `_shutdown`).
+# threads it never joined (threading's `_shutdown`); each is printed as it is, before the
+# place's `in` (the at-exit one's comma closes its aside).
 MAIN_THREAD_JOINING = "joining them"
 MAIN_THREAD_POLLING = "waiting for them in a sleep loop"
-MAIN_THREAD_AT_EXIT = "waiting at exit for them, never joined"
+MAIN_THREAD_AT_EXIT = "waiting at exit for them, never joined,"
 
 
 def stacks_omitted(count: int) -> str:

@@ -133,13 +133,12 @@ class HungProcess:
             return f"{who}{doing}, in {frame(self.frame.text())}"
         if self.joined:
             threads = ", ".join(frame(f.text()) for f in self.joined)
-            doing = (
-                f"{MAIN_THREAD_AT_EXIT},"
-                if self.at_exit
-                else MAIN_THREAD_POLLING
-                if self.polled
-                else MAIN_THREAD_JOINING
-            )
+            if self.at_exit:
+                doing = MAIN_THREAD_AT_EXIT
+            elif self.polled:
+                doing = MAIN_THREAD_POLLING
+            else:
+                doing = MAIN_THREAD_JOINING
             return (
                 f"{who}'s threads were in {threads}, its main thread {doing} in "
                 f"{frame(self.frame.text())}"
