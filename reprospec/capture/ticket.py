@@ -41,7 +41,7 @@ from reprospec.core.signals import (
     signal_from_words,
     signal_name,
 )
-from reprospec.core.words import plural
+from reprospec.core.words import plural, programs_name
 from reprospec.outcome.children import (
     RANK_LINE,
     RANK_PREFIX,
@@ -946,11 +946,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
                 for path, here in moved
             ]
             evidence += [
-                f"the command's {path}: {name}, by its name (a program of its own: the run "
-                f"needs {name} on PATH)"
-                if name in _LAUNCHERS_BY_NAME
-                else f"the command's {path}: an environment's console script, by its name"
-                for path, name in by_name
+                programs_name(path, name, own=_own_program(path, name)) for path, name in by_name
             ]
         evidence.append(f"the command: {command}")
         if any(
@@ -2764,6 +2760,16 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
         or holders[-2:] == [".pyenv", "versions"]
     )
     return name if named else None
+
+
+def _own_program(path: str, name: str) -> bool:
+    """Whether a program `_senders_paths` wrote by its name is one of its own, which the
+    run's PATH must provide (uv's installers' `~/.cargo/bin/uv`), not an environment's
+    console script, which the run's environment does: uv (`_LAUNCHERS_BY_NAME`) in no
+    environment's `bin` here (`~/.venv/bin/uv`, of `pip install uv`, is a console script).
+    Its own folder's, not a link's target's: pipx's uv, in a venv of pipx's own, is none
+    the run's environment holds."""
+    return name in _LAUNCHERS_BY_NAME and not _environments_bin(Path(path).parent)
 
 
 def _bins(program: Path) -> list[Path]:

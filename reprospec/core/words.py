@@ -348,6 +348,18 @@ THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception 
 _MET_IN_ANY_GROUP = "as the judge meets it in any group that holds one"
 
 
+def programs_name(path: str, name: str, *, own: bool) -> str:
+    """A ticket's evidence line for the command's program that a path of the sender's
+    named and the spec names by `name`: an environment's console script, which the run's
+    environment provides, or (`own`) a program of its own (uv), which its PATH must."""
+    if own:
+        return (
+            f"the command's {path}: {name}, by its name (a program of its own: the run needs "
+            f"{name} on PATH)"
+        )
+    return f"the command's {path}: an environment's console script, by its name"
+
+
 def group_member_note(
     group: str, member: Literal["common", "first", "none"], *, ended: bool = True
 ) -> str:

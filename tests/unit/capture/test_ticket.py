@@ -2873,6 +2873,16 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
         (pipx / "bin" / name).write_text("")
         (tmp_path / linked).symlink_to(pipx / "bin" / name)
         assert program(f"$ ~/{linked}") == name, linked
+    # uv there is a program of its own, which the run's PATH must hold; in an environment's
+    # own `bin` (`pip install uv`) its console script, as the run's environment is: it was
+    # said to be a program of its own wherever it stood (review).
+    (tmp_path / "tools" / "bin" / "uv").write_text("")
+    for uv, said in (
+        ("~/.cargo/bin/uv", "uv, by its name (a program of its own: the run needs uv on PATH)"),
+        ("~/tools/bin/uv", "an environment's console script, by its name"),
+    ):
+        evidence = read_ticket(f"$ {uv} run train.py{error}", workdir=work).evidence
+        assert f"the command's {uv}: {said}" in evidence, uv
     # A link here whose target's folder holds no environment is no environment's program.
     (tmp_path / "tools-env" / "bin" / "y.sh").symlink_to(tmp_path / "tools-env" / "bin" / "x.sh")
     assert program("$ ~/tools-env/bin/y.sh") == "~/tools-env/bin/y.sh"
