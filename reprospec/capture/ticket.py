@@ -1279,6 +1279,8 @@ def _plain(text: str) -> str:
     text = without_escapes(text)
     if any(reset in text for reset in _COLOUR_RESETS_LEFT):
         text = _COLOUR_LEFT.sub("", text)
+        text = _COLOUR_RESET_LEFT.sub("", text)
+        text = _ERASE_LINE_LEFT.sub("", text)
     return _CI_CLOCK.sub("", text)
 
 
@@ -1286,11 +1288,16 @@ def _plain(text: str) -> str:
 # Actions' echo of a step's script, `[36;1mpython train.py[0m`, was a command of no
 # program; pytest's `[31mFAILED[0m` no FAILED line; GitLab's `[32;1m$ python train.py[0;m`
 # no prompt, after its erase-line `[0K`. Only in a text with a reset left (`[0m`, GitLab's
-# `[0;m`, which ends every colour), and only a colour with a number (`[31m`, never a bare
-# `[m`) and the erase-line GitLab writes (`[0K`), neither closed by a `]`: a program's own
-# words are no colour, a subscript's `x[mask]`, `d[K]`, `[K, N]`, `[4K]`, `[10m]`.
+# `[0;m`, which ends every colour), and read by where it stands, not its shape alone: a
+# reset is one wherever it is (colorlog's `[[32mINFO[0m]`); a colour with a number (`[31m`,
+# never a bare `[m`) only where a reset follows it on its line; the erase-line GitLab
+# writes (`[0K`) only where GitLab writes it, at a line's start or after its `\r`. A
+# program's own words are no colour: a subscript's `x[mask]`, `d[K]`, `[K, N]`, `[4K]`,
+# `[10m]`, a message's `windows [5m, 10m]` or `'x[1m'`.
 _COLOUR_RESETS_LEFT = ("[0m", "[0;m")
-_COLOUR_LEFT = re.compile(r"\[(?:\d{1,3}(?:;\d{0,3})*m|0K)(?!\])")
+_COLOUR_RESET_LEFT = re.compile(r"\[0;?m")
+_COLOUR_LEFT = re.compile(r"\[\d{1,3}(?:;\d{0,3})*m(?=[^\n]*?\[0;?m)")
+_ERASE_LINE_LEFT = re.compile(r"(?:^|(?<=\r))(?:\[0K)+", re.MULTILINE)
 
 
 _CTRL_C = re.compile(r"^\^C(?=\S)")

@@ -3172,6 +3172,18 @@ def test_colours_whose_escape_character_a_paste_dropped_are_no_words_of_the_log(
             "python x.py",
             "'missing [model] key: shape [K] vs [4K], [K, N] [10m]'",
         ), coloured
+        # Nor a colour's shape in a message that a reset follows on no line of its own:
+        # `[5m` and `[1m` were cut out of the spec's expected message.
+        for message in ("ValueError: retry windows [5m, 10m] overlap", "KeyError: 'x[1m'"):
+            read = read_ticket(f"{coloured}Traceback (most recent call last):\n{message}\n")
+            assert message.endswith(f": {read.failure.message}"), (coloured, message)
+    # A reset just before a `]` is a reset: colorlog's `[%(log_color)s%(levelname)s%(reset)s]`
+    # (Hydra's log format) read `[INFO[0m]`.
+    hydra = (
+        "[36;1mpython x.py[0m\n[2024-01-01 00:00:00,000][__main__][[32mINFO[0m] - start\n"
+        "Traceback (most recent call last):\nValueError: [[31mERROR[0m] bad\n"
+    )
+    assert read_ticket(hydra).failure.message == "[ERROR] bad"
 
 
 def test_gdb_frames_are_the_crash_stops_not_a_breakpoints() -> None:
