@@ -16,6 +16,7 @@ or none).
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import posixpath
@@ -135,12 +136,14 @@ def code_at(frame: Frame, source: Source = on_disk) -> str | None:
 
 
 def loop_at(frame: Frame, source: Source = on_disk) -> tuple[str, ...]:
-    """The loop a frame's line is in, as `source` has it: the innermost `while` or `for`
-    line above it (within `_LOOP_REACH` lines, less indented; the line itself for a
-    one-line loop, `while w.is_alive(): time.sleep(0.1)`) and that loop's body (up to
-    `_LOOP_REACH` lines), each up to its comment and stripped; () where the line is in no
-    loop so near, or cannot be read. What a sleep loop polls is said there (hungstacks'
-    `_polls_a_thread`): `while w.is_alive():`, or an `if not w.is_alive(): break` in it."""
+    """The loop a frame's line is in, as `source` has it: the outermost `while` or `for`
+    of its function that holds the line (`_loops`, read with `ast`: a header split over
+    lines, `while (\n w.is_alive()\n ...\n):`, a loop in a loop, a body of any length), from
+    its header to its last line, each line up to its comment and stripped, blank ones
+    left out; () where the line is in no loop, or cannot be read. Where the text is no
+    Python `ast` parses, the innermost loop above it by indentation (`_loop_by_indent`).
+    What a sleep loop polls is said there (hungstacks' `_polls_a_thread`): `while
+    w.is_alive():`, or an `if not w.is_alive(): break` in it, or in an outer loop."""
     if frame.line < 1:
         return ()
     text = source(frame.path)
@@ -149,27 +152,68 @@ def loop_at(frame: Frame, source: Source = on_disk) -> tuple[str, ...]:
     lines = _numbered(text)
     if frame.line > len(lines):
         return ()
-    start, indent = frame.line - 1, _indent(lines[frame.line - 1])
+    parsed = _loops(text)
+    if parsed is None:
+        body = _loop_by_indent(lines, frame.line)
+    else:
+        loops, scopes = parsed
+        scope = max((first for first, last in scopes if first < frame.line <= last), default=0)
+        held = [(first, last) for first, last in loops if scope < first <= frame.line <= last]
+        if not held:
+            return ()
+        first, last = min(held)
+        body = list(lines[first - 1 : last])
+    return tuple(code for line in body if (code := _without_comment(line).strip()))
+
+
+def _loop_by_indent(lines: tuple[str, ...], number: int) -> list[str]:
+    """`loop_at`'s loop of line `number` where the text cannot be parsed: the innermost
+    `while` or `for` line above it (within `_LOOP_REACH` lines, less indented; the line
+    itself for a one-line loop, `while w.is_alive(): time.sleep(0.1)`) and that loop's
+    body (up to `_LOOP_REACH` lines); [] where the line is in no loop so near."""
+    start, indent = number - 1, _indent(lines[number - 1])
     while not _LOOP.match(lines[start].strip()):
         start -= 1
         # Blank lines and deeper ones (an `if`'s body above the sleep) are the loop's body.
         while start >= 0 and (not lines[start].strip() or _indent(lines[start]) >= indent):
             start -= 1
-        if start < 0 or frame.line - 1 - start > _LOOP_REACH or _SCOPE.match(lines[start].strip()):
-            return ()
+        if start < 0 or number - 1 - start > _LOOP_REACH or _SCOPE.match(lines[start].strip()):
+            return []
         indent = _indent(lines[start])
     body = [lines[start]]
     for line in lines[start + 1 : start + 1 + _LOOP_REACH]:
         if line.strip() and _indent(line) <= _indent(lines[start]):
             break
         body.append(line)
-    return tuple(code for line in body if (code := _without_comment(line).strip()))
+    return body
 
 
-# How far a loop's line may sit above a frame's line, and how much of its body is read.
+# How far a loop's line may sit above a frame's line, and how much of its body is read,
+# where the text is read by indentation (`_loop_by_indent`).
 _LOOP_REACH = 12
 _LOOP = re.compile(r"(?:async\s+)?(?:while|for)\b")
 _SCOPE = re.compile(r"(?:async\s+)?(?:def|class)\b")
+
+_Spans = tuple[tuple[int, int], ...]
+
+
+@functools.lru_cache(maxsize=8)
+def _loops(text: str) -> tuple[_Spans, _Spans] | None:
+    """A file's loops (`while`, `for`, `async for`) and scopes (functions, classes,
+    lambdas), each from its first line to its last; None where `ast` cannot parse it.
+    Kept for the few texts last read, as `_numbered` is."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    loops: list[tuple[int, int]] = []
+    scopes: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.While, ast.For, ast.AsyncFor)):
+            loops.append((node.lineno, node.end_lineno or node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            scopes.append((node.lineno, node.end_lineno or node.lineno))
+    return tuple(loops), tuple(scopes)
 
 
 @functools.lru_cache(maxsize=8)

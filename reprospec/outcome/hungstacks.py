@@ -626,8 +626,11 @@ def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
 
 
 # What a sleep loop asks of the thread it waits for: a thread's `is_alive()`, a future's
-# `done()` or `running()`.
-_POLL = Lazy(r"\.is_alive\s*\(|\.(?:done|running)\s*\(\s*\)")
+# `done()` or `running()`, or of them all: `threading.active_count() > 1`, what
+# `threading.enumerate()` lists.
+_POLL = Lazy(
+    r"\.is_alive\s*\(|\.(?:done|running)\s*\(\s*\)|\bactive_count\s*\(|\bthreading\.enumerate\s*\("
+)
 
 
 def _polls_a_thread(frame: Frame, source: Source) -> bool:

@@ -47,7 +47,37 @@ def test_the_loop_a_line_is_in(line: int, loop: tuple[str, ...]) -> None:
     assert loop_at(Frame("job.py", line, "f"), {"job.py": _TEXT}.get) == loop
 
 
-def test_a_loop_too_far_above_or_text_unknown_is_none() -> None:
-    far = "while True:\n" + "    x = 1\n" * 20 + "    time.sleep(1)\n"
+def test_a_loop_is_read_whole_by_its_syntax() -> None:
+    # Each was cut by the indentation walk (the `):` of a split header stopped it, a sleep
+    # or break past 12 lines was not reached, an inner `for` hid the `while`): `hang in
+    # <module>` where the loop waits on `w` (review).
+    split = "while (\n    w.is_alive()\n    and not done\n):\n    time.sleep(0.1)\n"
+    assert loop_at(Frame("job.py", 5, "f"), {"job.py": split}.get) == (
+        "while (",
+        "w.is_alive()",
+        "and not done",
+        "):",
+        "time.sleep(0.1)",
+    )
+    far = "while True:\n" + "    x = 1\n" * 20 + "    time.sleep(1)\n    if not w.is_alive():\n"
+    far += "        break\n"
+    loop = loop_at(Frame("job.py", 22, "f"), {"job.py": far}.get)
+    assert (loop[0], loop[-2:]) == ("while True:", ("if not w.is_alive():", "break"))
+    nested = "while w.is_alive():\n    for t in pending:\n        t.step(); time.sleep(0.1)\n"
+    assert loop_at(Frame("job.py", 3, "f"), {"job.py": nested}.get)[0] == "while w.is_alive():"
+    # A function's loop is its own: a loop around the `def` is not the line's.
+    inner = "while w.is_alive():\n    def f():\n        time.sleep(1)\n    f()\n"
+    assert loop_at(Frame("job.py", 3, "f"), {"job.py": inner}.get) == ()
+
+
+def test_a_loop_too_far_above_in_no_python_or_text_unknown_is_none() -> None:
+    # A text `ast` cannot parse is read by indentation, as near as `_LOOP_REACH`.
+    far = "while True:\n" + "    x = 1\n" * 20 + "    time.sleep(1)\n    print 'x'\n"
     assert loop_at(Frame("job.py", 22, "f"), {"job.py": far}.get) == ()
+    near = "while True:\n    time.sleep(1)\n    print 'x'\n"
+    assert loop_at(Frame("job.py", 2, "f"), {"job.py": near}.get) == (
+        "while True:",
+        "time.sleep(1)",
+        "print 'x'",
+    )
     assert loop_at(Frame("job.py", 2, "f"), lambda _: None) == ()

@@ -899,6 +899,36 @@ _POLLS = "while w.is_alive():\n    time.sleep(0.1)"
             "    except queue.Empty:\n        continue",
             "work",
         ),
+        # Loops the indentation walk cut (review): a split header, a sleep or a break past
+        # 12 lines, a `for` inside the polling `while`; and the wait for every thread.
+        (
+            "with lock:",
+            "",
+            "while (\n    w.is_alive()\n    and q.empty()\n):\n    time.sleep(0.1)",
+            "work",
+        ),
+        (
+            "with lock:",
+            "",
+            "while w.is_alive():\n" + "    x = 1\n" * 14 + "    time.sleep(0.1)",
+            "work",
+        ),
+        (
+            "with lock:",
+            "",
+            "while True:\n    time.sleep(0.1)\n"
+            + "    x = 1\n" * 14
+            + "    if not w.is_alive():\n        break",
+            "work",
+        ),
+        (
+            "with lock:",
+            "",
+            "while w.is_alive():\n    for t in [w]:\n        t.name; time.sleep(0.1)",
+            "work",
+        ),
+        ("with lock:", "", "while threading.active_count() > 1: time.sleep(0.1)", "work"),
+        ("with lock:", "", "while len(threading.enumerate()) > 1:\n    time.sleep(0.1)", "work"),
         # `w` runs (a busy loop): nothing says the hang is there, the main thread's stays.
         ("x += 1", "", _POLLS, "<module>"),
         # A main loop that sleeps between its own work polls no thread: the idle consumer
@@ -918,10 +948,12 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
     tmp_path: Path, work: str, below: str, loop: str, named: str
 ) -> None:
     job = tmp_path / "job.py"
+    # Python that parses (`with lock: pass`): its loops are read by their syntax.
+    body = f"{work} pass" if work.endswith(":") else work
     head = (
         "import queue, threading, time\nlock = threading.Lock()\nlock.acquire()\n"
         "q, stop = queue.Queue(), threading.Event()\n"
-        f"def work():\n    {work}\n"
+        f"def work():\n    {body}\n"
         "w = threading.Thread(target=work)\nw.start()\n"
     )
     job.write_text(head + loop + "\n")
