@@ -855,9 +855,9 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
     0.999`, 10 at 0.5), and "did not reproduce in 1 attempt" alone read as "it does not
     fail here", where a failure rarer than assumed passes so just as well (isolate's
     refusal says the same, `Tally.missed_at`; both through core/words.missed_chance), only
-    where it passed more often than it failed otherwise: else the expect or the --timeout,
-    not the rate, is the question, and the refusal says to check them (1 pass among 9 hangs
-    read "give a lower --min-rate", and then nothing)."""
+    where it passed more often than it failed otherwise: else the expect (and the --timeout
+    where some hung), not the rate, is the question, and the refusal says to check them (1
+    pass among 9 hangs read "give a lower --min-rate", and then nothing)."""
     reason = (
         f"the bad end {seen.version} did not reproduce in "
         f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"
@@ -868,6 +868,8 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
         seen.attempts - passes,
         min_rate,
         f"give a lower {argument('--min-rate', 'min_rate')}",
+        hung=seen.signatures.count("hang"),
+        timeout=argument("--timeout", "timeout"),
     )
 
 

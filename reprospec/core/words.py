@@ -980,23 +980,36 @@ def replayed_phrase(attempts: int, probes: int) -> str:
     return f" ({attempts} of them replayed from an earlier run: {plural(probes, 'probe')})"
 
 
-def missed_chance(passed: int, other: int, min_rate: float, ways: str) -> str:
+def missed_chance(
+    passed: int,
+    other: int,
+    min_rate: float,
+    ways: str,
+    hung: int | None = None,
+    timeout: str = "--timeout",
+) -> str:
     """The clause a search's refusal of a side that never matched adds: how likely its
     `passed` passes were at the assumed `min_rate`, and `ways` on for a rarer failure (the
     caller's own: amplify it first, a lower --min-rate, each as the CLI or the API says it).
-    Where it failed otherwise (`other`) at least as often as it passed, the expect or the
-    timeout, not the rate, is the question, and the clause says so instead (it said
-    nothing, and "seen: pass x1, hang x9" offered no way on); "" where nothing ran. The
-    chance counts the passes alone: an attempt that failed otherwise could not have shown
-    the expected failure. Isolate's and minimize's (`Tally.missed_at`) and bisect's bad end
-    (`_bad_end_refused`)."""
+    Where it failed otherwise (`other`) at least as often as it passed, the expect, not the
+    rate, is the question, and the clause says so instead (it said nothing, and "seen: pass
+    x1, hang x9" offered no way on); `timeout` (the caller's name of it) as well only where
+    some of them hung (`hung`; None where the caller does not count hangs): an error exit
+    was sent to change the timeout. "" where nothing ran. The chance counts the passes
+    alone: an attempt that failed otherwise could not have shown the expected failure.
+    Isolate's and minimize's (`Tally.missed_at`) and bisect's bad end (`_bad_end_refused`)."""
     if passed <= other:
         if not other:
             return ""
-        return (
-            f"; it failed otherwise {'as often as' if passed == other else 'more often than'} "
-            "it passed: check the expect or the timeout"
+        how = (
+            "in every attempt"
+            if not passed
+            else "as often as it passed"
+            if passed == other
+            else "more often than it passed"
         )
+        check = "the expect" if hung == 0 else f"the expect or {timeout}"
+        return f"; it failed otherwise {how}: check {check}"
     return (
         f"; at the assumed minimum rate {min_rate:g}, {plural(passed, 'passing attempt')} "
         f"had a chance of {(1 - min_rate) ** passed:.2g}: for a rarer failure, {ways}"

@@ -108,7 +108,7 @@ class Tally:
         the assumed `min_rate` and the ways on for a rarer failure (amplify it first, or a
         lower --min-rate): either it does not fail here or more rarely than assumed, and
         "nothing to isolate" alone read as the former. One that failed otherwise as often
-        as it passed is told to check the expect or the timeout instead: there they, not the
+        as it passed is told to check the expect or --timeout instead: there they, not the
         rate, are the question (core/words.missed_chance, which bisect's bad end words too; 1 pass
         among 129 such read "130 clean attempts had a chance of 0.005"). Isolate's and
         minimize's (`options`: the API's options class, `IsolateOptions`)."""
@@ -121,6 +121,9 @@ class Tally:
             self.other,
             min_rate,
             f"{amplify}, or give a lower {argument('--min-rate', 'min_rate')}",
+            # A tally counts no hangs (an attempt's kinds, kept in the search's state, are
+            # match, pass, other and infra): the timeout is named beside the expect.
+            timeout=said("--timeout", "RunOptions(timeout_s=...)"),
         )
 
     def figure(self) -> str:

@@ -496,8 +496,8 @@ def test_a_refusal_of_an_original_that_failed_otherwise_says_how_and_where(
     assert data["status"] == "refused"
     message = data["message"]
     assert (
-        "(0/20: 20 failed otherwise); nothing to minimize; it failed otherwise more often than"
-        " it passed: check the expect or the timeout; the first to fail otherwise: "
+        "(0/20: 20 failed otherwise); nothing to minimize; it failed otherwise in every"
+        " attempt: check the expect or --timeout; the first to fail otherwise: "
     ) in message
     # The script's compile error is its exception (d3a54df4): its signature names it.
     assert re.search(r"otherwise: error:SyntaxError\S* \(invalid syntax\), its logs in ", message)

@@ -95,7 +95,7 @@ def test_a_bad_end_that_failed_otherwise_is_refused_without_a_chance() -> None:
     assert result.status == "refused"
     assert result.reason == (
         "the bad end 1.19 did not reproduce in 1 attempt; seen: error:OSError x1; it failed"
-        " otherwise more often than it passed: check the expect or the timeout"
+        " otherwise in every attempt: check the expect"
     )
 
 
@@ -112,7 +112,7 @@ def test_a_bad_end_that_mostly_hung_is_refused_without_a_chance() -> None:
     assert result.status == "refused"
     assert result.reason == (
         "the bad end 1.19 did not reproduce in 10 attempts; seen: pass x1, hang x9; it failed"
-        " otherwise more often than it passed: check the expect or the timeout"
+        " otherwise more often than it passed: check the expect or --timeout"
     )
 
 

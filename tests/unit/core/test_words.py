@@ -14,6 +14,7 @@ from reprospec.core.words import (
     agree,
     interval_bounds,
     interval_phrase,
+    missed_chance,
     more_attempts_phrase,
     percent_bounds,
     percent_interval,
@@ -255,3 +256,20 @@ def test_the_vocabulary_makes_no_dataclass_as_it_is_imported() -> None:
         if isinstance(value, type) and value.__module__ == words.__name__ and is_dataclass(value)
     ]
     assert made_here == []
+
+
+def test_missed_chance_names_the_timeout_only_where_an_attempt_hung() -> None:
+    # An error exit was sent to change the timeout, and "more often than it passed" was said
+    # of one that never passed.
+    assert missed_chance(0, 3, 0.3, "w", hung=0) == (
+        "; it failed otherwise in every attempt: check the expect"
+    )
+    assert missed_chance(1, 9, 0.3, "w", hung=9, timeout="--timeout") == (
+        "; it failed otherwise more often than it passed: check the expect or --timeout"
+    )
+    assert missed_chance(2, 2, 0.3, "w", hung=1, timeout="timeout=...") == (
+        "; it failed otherwise as often as it passed: check the expect or timeout=..."
+    )
+    # Where the caller counts no hangs, the timeout is named beside the expect.
+    assert missed_chance(0, 1, 0.3, "w").endswith("every attempt: check the expect or --timeout")
+    assert missed_chance(0, 0, 0.3, "w") == ""

@@ -596,11 +596,11 @@ def test_a_miss_counts_passes_alone_and_a_side_failing_otherwise_as_often_is_tol
     # which it says (it said nothing past never_matched, no way on).
     assert Tally(passed=1, other=129).missed_at("it", "minimize", 0.04, "MinimizeOptions") == (
         Tally(passed=1, other=129).never_matched("it", "minimize")
-        + "; it failed otherwise more often than it passed: check the expect or the timeout"
+        + "; it failed otherwise more often than it passed: check the expect or --timeout"
     )
     assert Tally(passed=10, other=10).missed_at("it", "isolate", 0.3, "IsolateOptions") == (
         Tally(passed=10, other=10).never_matched("it", "isolate")
-        + "; it failed otherwise as often as it passed: check the expect or the timeout"
+        + "; it failed otherwise as often as it passed: check the expect or --timeout"
     )
     assert Tally().missed_at("it", "isolate", 0.3, "IsolateOptions") == (
         Tally().never_matched("it", "isolate")  # nothing ran: nothing to say of it

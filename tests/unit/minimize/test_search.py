@@ -369,7 +369,7 @@ def test_an_original_failing_otherwise_as_often_as_it_passes_does_not_seek_its_f
     assert result.message == (
         "the original program did not fail as expected in 20 attempts (0/20: 1 passed, 19"
         " failed otherwise); nothing to minimize; it failed otherwise more often than it"
-        " passed: check the expect or the timeout"
+        " passed: check the expect or --timeout"
     )
 
 
