@@ -22,7 +22,10 @@ from reprospec.venvs.index import IndexConfig
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
 RESOLVE_TIMEOUT_S = 120.0
 # uv's words where its answer came from no index: a request that failed or was not made.
-# A "No solution found" beside one of them is the network's, not the requirements'.
+# A "No solution found" beside one of them is the network's, not the requirements'. Each
+# is words no package's name holds (a space in each): uv's output names the packages, and a
+# lone "offline" read `offline-foo==99`'s "No solution found" as the network's (review);
+# uv's offline words are "network connectivity is disabled" and "not found in the cache".
 _UNREACHED = (
     "failed to fetch",
     "error sending request",
@@ -33,7 +36,6 @@ _UNREACHED = (
     "timed out",
     "network connectivity is disabled",
     "not found in the cache",
-    "offline",
 )
 
 

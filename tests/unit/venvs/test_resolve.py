@@ -42,3 +42,30 @@ def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) ->
     assert answer.said == "uv pip compile took over 5s"
     # A slow resolve as often as a silent index: not said to be the index's.
     assert answer.stopped == "timed_out"
+
+
+def test_a_package_named_like_the_network_has_no_solution(monkeypatch: pytest.MonkeyPatch) -> None:
+    # uv's output names the packages: "offline" among the network's words read this "No
+    # solution found" as an index that did not answer, and doctor warned where the build
+    # would fail (review).
+    said = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because offline-foo was not found in the package registry and you require\n"
+        "      offline-foo==99, we can conclude that your requirements are unsatisfiable.\n"
+    )
+
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 1, "", said)
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    answer = resolving.resolve("/py/bin/python", ["offline-foo==99"], IndexConfig())
+    assert (answer.state, answer.stopped) == ("unsatisfiable", "")
+    # uv's own offline words still say the index was not reached.
+    said = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because six was not found in the cache and you require six==99, we can\n"
+        "      conclude that your requirements are unsatisfiable.\n"
+    )
+    answer = resolving.resolve("/py/bin/python", ["six==99"], IndexConfig())
+    assert (answer.state, answer.stopped) == ("unknown", "unreached")
