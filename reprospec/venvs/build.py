@@ -45,6 +45,9 @@ from reprospec.venvs.index import IndexConfig, user_index_config
 from reprospec.venvs.staging import LOCKS, TMP, build_lock, sweep_unfinished
 
 FORMAT = 1
+# How many hex digits of the content hash name an environment (`EnvRequest.key`; what
+# cache.py reads a link's name by).
+KEY_LENGTH = 16
 # Where environments are kept when a runner is not told: a folder shared by projects.
 ENVS_VARIABLE = "REPROSPEC_ENVS"
 META = "reprospec-env.json"
@@ -168,7 +171,7 @@ class EnvRequest:
         }
         if self.sources:  # (absent otherwise: every other environment keeps its key)
             parts["sources"] = sorted(self.sources)
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:KEY_LENGTH]
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {

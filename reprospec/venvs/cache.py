@@ -23,6 +23,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import sweep_free, try_locked
 from reprospec.core.units import format_size
 from reprospec.venvs.build import (
+    KEY_LENGTH,
     META,
     USED_BY,
     cutoff_of,
@@ -37,7 +38,7 @@ from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
 # An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be
 # read, is one made for an environment, where a link of another name may be anything the
 # user keeps there (listed only where it is a whole environment).
-_KEY = re.compile(r"[0-9a-f]{16}")
+_KEY = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
 # Why such a link cannot be read (`EnvInfo.unreadable`; `EnvInfo.target_gone` tells it).
 _TARGET_GONE = "its target is gone"
 
