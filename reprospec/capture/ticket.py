@@ -2594,8 +2594,14 @@ def _program(words: list[str]) -> str:
     index = _program_at(words)
     if index is None:
         return ""
-    name = re.sub(r"(?i)\.exe$", "", words[index].rsplit("/", 1)[-1])
+    name = _program_name(words[index])
     return "python" if is_python(name) else name
+
+
+def _program_name(word: str) -> str:
+    """The name a program's word (a path or a name) is run by: its last part, without
+    Windows' `.exe` (`...\\Scripts\\torchrun.exe` as `torchrun`)."""
+    return re.sub(r"(?i)\.exe$", "", word.rsplit("/", 1)[-1])
 
 
 def _program_at(words: list[str]) -> int | None:
@@ -2745,14 +2751,17 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
     `~/openmpi/bin/mpirun` are no such."""
     windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     folder = parts[-2].lower() if windows else parts[-2]
-    if (folder != "bin" and not (windows and folder == "scripts")) or len(parts) < 4:
+    if folder != "bin" and not (windows and folder == "scripts"):
         return None
-    name = re.sub(r"(?i)\.exe$", "", parts[-1])
+    name = _program_name(parts[-1])
     if name in _BY_NAME_ANYWHERE:
         # By its name wherever it stands, here too: uv's installer's `~/.local/bin/uv` and
         # `~/.cargo/bin/uv`, and pipx's `~/.local/bin/pytest`, hold no environment's marks,
-        # and their path ran their own pytest, not the run's environment's.
+        # and their path ran their own pytest, not the run's environment's. A short path's
+        # too (`~/bin/torchrun`, which the length's guard below kept as the sender's).
         return name
+    if len(parts) < 4:
+        return None
     if any(_environments_bin(folder) for folder in _bins(Path(*parts))):
         return name
     if _exists(Path(*parts)):

@@ -2770,6 +2770,8 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
         ("/home/alice/miniconda/bin/deepspeed", "deepspeed"),
         ("/home/alice/anaconda/bin/lightning", "lightning"),
         ("/home/alice/tools/bin/torchrun", "torchrun"),
+        # A launcher in a short path's bin too: it was kept as the sender's path (review).
+        ("~/bin/torchrun", "torchrun"),
         ("/home/alice/.cargo/bin/uv", "uv"),
     ):
         named = read(f"{script} --nproc_per_node 2 /home/alice/proj/train.py")
