@@ -2762,30 +2762,48 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
         return name
     if len(parts) < 4:
         return None
-    if any(_environments_bin(folder) for folder in _bins(Path(*parts))):
-        return name
-    if _exists(Path(*parts)):
+    return name if _looks_like_environment_bin(parts) else None
+
+
+def _looks_like_environment_bin(
+    parts: tuple[str, ...], *, links: bool = True, user_site: bool = True
+) -> bool:
+    """Whether a program's path (its `Path.parts`, in a `bin` or `Scripts`) is in a Python
+    environment's `bin`: what that folder holds here says so (`_environments_bin`; with
+    `links`, that of a link's target's folder too), or where the program is here, says
+    not; elsewhere its folder's name (`~/.venv`, `~/torch-env`, a conda install's; a user's
+    `.local` only with `user_site`) or its holder's (`miniconda3/envs/t`, `~/venvs/t`,
+    pyenv's `~/.pyenv/versions/3.11.4`)."""
+    program = Path(*parts)
+    if any(_environments_bin(folder) for folder in (_bins(program) if links else [program.parent])):
+        return True
+    if _exists(program):
         # The program is here, in a folder that holds no environment: no name says more.
         # (The program, not its folder: this user's `~/.local` without a site-packages,
         # or a `/home/alice/tools` of this machine's, says nothing of the sender's.)
-        return None
+        return False
+    windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
     holders = [part.lower() if windows else part for part in parts[1:-3]]
-    named = (
-        _ENVIRONMENT_NAMED.search(parts[-3]) is not None
+    return (
+        (_ENVIRONMENT_NAMED.search(parts[-3]) is not None and (user_site or parts[-3] != ".local"))
         or any(holder in _ENVIRONMENTS_FOLDERS for holder in holders[-1:])
         or holders[-2:] == [".pyenv", "versions"]
     )
-    return name if named else None
 
 
 def _own_program(path: str, name: str) -> bool:
     """Whether a program `_senders_paths` wrote by its name is one of its own, which the
-    run's PATH must provide (uv's installers' `~/.cargo/bin/uv`), not an environment's
-    console script, which the run's environment does: uv (`_LAUNCHERS_BY_NAME`) in no
-    environment's `bin` here (`~/.venv/bin/uv`, of `pip install uv`, is a console script).
-    Its own folder's, not a link's target's: pipx's uv, in a venv of pipx's own, is none
-    the run's environment holds."""
-    return name in _LAUNCHERS_BY_NAME and not _environments_bin(Path(path).parent)
+    run's PATH must provide (uv's installers' `~/.cargo/bin/uv`, `~/.local/bin/uv`), not an
+    environment's console script, which the run's environment does: uv
+    (`_LAUNCHERS_BY_NAME`) in no environment's `bin` (`~/.venv/bin/uv`, of `pip install
+    uv`, is a console script), by what its folder holds here, else, where the path is not
+    here, by its folder's name (`_looks_like_environment_bin`: the sender's `~/.venv/bin/uv`
+    was said to be a program of its own, what this machine lacks telling nothing). Its own
+    folder's, not a link's target's: pipx's uv, in a venv of pipx's own, is none the run's
+    environment holds; nor is a user's `.local` by its name (uv's installer's)."""
+    return name in _LAUNCHERS_BY_NAME and not _looks_like_environment_bin(
+        Path(path).parts, links=False, user_site=False
+    )
 
 
 def _bins(program: Path) -> list[Path]:

@@ -2810,6 +2810,16 @@ def test_which_words_of_a_command_are_the_senders_paths(tmp_path: Path) -> None:
     for prefix in ("/home/alice/myenv", "/home/alice/venv3.11", "/home/a/.pyenv/versions/3.11.4"):
         uv = read(f"{prefix}/bin/uv run /home/alice/proj/train.py")
         assert (uv.command, uv.sender_paths) == ("uv run train.py", ()), prefix
+        # The sender's environment's uv, which this machine lacks, is its console script: it
+        # was said to be a program of its own, by what this machine's folder held (review).
+        script = f"the command's {prefix}/bin/uv: an environment's console script, by its name"
+        assert script in uv.evidence, prefix
+    # A user's `.local/bin/uv` is uv's installer's: its own, by that name too.
+    uv = read("/home/alice/.local/bin/uv run /home/alice/proj/train.py")
+    assert (
+        "the command's /home/alice/.local/bin/uv: uv, by its name (a program of its own: the "
+        "run needs uv on PATH)"
+    ) in uv.evidence
     # A user's AppData in any case is theirs, not their project's.
     cache = read("python train.py --cache c:/users/me/appdata/local/cache")
     assert cache.sender_paths == ()
