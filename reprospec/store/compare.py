@@ -7,12 +7,7 @@ from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, looks_secret
-from reprospec.core.results import (
-    CellResult,
-    RunResult,
-    VerdictKind,
-    group_agrees,
-)
+from reprospec.core.results import CellResult, RunResult, VerdictKind
 from reprospec.core.words import RESOLVED_SPEC, expectation_phrase, plural
 from reprospec.environment.facts import (
     Difference,
@@ -633,17 +628,16 @@ def _same_outcomes(a: Collection[str], b: Collection[str]) -> bool:
     other's named one (`os_kill_impl@libpython3.11`): an unknown frame is no evidence of
     another crash, and a venv run against a docker run of one `os.kill` read `outcome
     changed`; and an exception group's members one side names among the other's, or
-    names none (an older run's `error:ExceptionGroup`): `group_agrees`."""
+    names none (an older run's `error:ExceptionGroup`): `group_agrees`. Both are
+    `native.agrees`, the one rule for "the same failure", across builds and with every
+    native stack read."""
     if set(a) == set(b):
         return True
-    from reprospec.native import unnamed_agrees
+    from reprospec.native import agrees
 
     def met(ours: str, theirs: Collection[str]) -> bool:
         return any(
-            ours == other
-            or unnamed_agrees(ours, other, across_builds=True)
-            or group_agrees(ours, other)
-            for other in theirs
+            agrees(ours, other, native_unknown=False, across_builds=True) for other in theirs
         )
 
     return all(met(x, b) for x in a) and all(met(y, a) for y in b)
