@@ -62,8 +62,6 @@ _ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
 
-# The first line of an exception group's traceback, as CPython prints it.
-_GROUP_HEADER = Lazy(r"^\s*\+ Exception Group Traceback \(most recent call last\):\s*$")
 # Where a test's section turns to what it printed and logged (`---- Captured log call
 # ----`, `Captured stderr call`): none of it is the test's exception.
 _CAPTURED = Lazy(r"^-+ Captured .* -+\s*$")
@@ -139,13 +137,13 @@ def first_failure(text: str) -> FailedTest | None:
     # The test's report, past which its captured output and logs begin: a TaskGroup's
     # failure logged there (`logging.exception`) is no exception of the test's.
     section = section[: next((i for i, s in enumerate(section) if _CAPTURED.match(s)), None)]
-    if section and any(_GROUP_HEADER.match(line) for line in section):
+    from reprospec.outcome.tracebacks import is_group_header, parse_chain
+
+    if section and any(is_group_header(line) for line in section):
         # A test that raised an exception group (a TaskGroup's failure): pytest prints it
         # as CPython does, with no `E   ` lines, and its summary shortens it (`ValueError(
         # 'boom') [single exception in Exceptio...`): read as no exception at all. One
         # that raised another from a group prints the group's chain so, then its own `E`.
-        from reprospec.outcome.tracebacks import parse_chain
-
         chain = parse_chain("\n".join(section))
         if chain and not _last_e_block(section):
             exception, message, members = chain[-1].type, chain[-1].message, chain[-1].members

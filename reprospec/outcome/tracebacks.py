@@ -42,6 +42,17 @@ _RERAISED = Lazy(
 _MAX_RERAISED_LINES = 300
 
 _TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$")
+# An exception group's first line as CPython prints it: `_headerless_group` puts it back
+# above a group printed without it.
+_GROUP_HEADER = "  + Exception Group Traceback (most recent call last):"
+
+
+def is_group_header(line: str) -> bool:
+    """Whether a line is an exception group's traceback header (`_GROUP_HEADER`, its
+    indentation aside): the one spelling, which pytest's report reader asks too."""
+    return bool(_TB_HEADER.match(line)) and "Exception Group" in line
+
+
 # An exception line, `Type: message` (`pkg.mod.Error`, `Error:`, `Error`): the one
 # definition, which capture's ticket reader imports too.
 EXCEPTION_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
@@ -344,9 +355,6 @@ def _headerless_group(lines: list[str], after: int = -1) -> PythonException | No
             continue
         return exception_after([_GROUP_HEADER, *lines[index:]], 0)
     return None
-
-
-_GROUP_HEADER = "  + Exception Group Traceback (most recent call last):"
 
 
 def thread_exceptions(text: str) -> tuple[PythonException, ...]:
