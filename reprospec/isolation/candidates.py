@@ -15,7 +15,9 @@ from reprospec.core.rates import attempts_to_see, wilson
 from reprospec.core.results import Rate
 from reprospec.core.words import missed_chance, plural
 
-AttemptKind = Literal["match", "pass", "other", "infra"]
+# `hang`: failed otherwise by hanging, counted as `other` too (`Tally.hung` of them), so
+# that a refusal names the timeout only where an attempt hung.
+AttemptKind = Literal["match", "pass", "other", "hang", "infra"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]
 Status = Literal[
     "isolated",  # culprits found and checked
@@ -25,7 +27,7 @@ Status = Literal[
     "infra-error",  # a candidate could not be run
     "interrupted",  # stopped (Ctrl-C) before the answer was checked
 ]
-ATTEMPT_KINDS: tuple[AttemptKind, ...] = ("match", "pass", "other", "infra")
+ATTEMPT_KINDS: tuple[AttemptKind, ...] = ("match", "pass", "other", "hang", "infra")
 DEFAULT_ERROR = 0.005  # as bisect's
 # As bisect's: the culprits fail in at least 30% of attempts unless the spec's
 # expect.rate says otherwise; raised when the sets known to fail show clearly more.
@@ -47,6 +49,12 @@ class Settings:
     step: int = 1  # attempts per round: -j of them run at once, on distinct candidates
 
 
+def otherwise(kind: str) -> AttemptKind:
+    """The kind of an attempt that ran and failed otherwise, by its outcome's `kind`: `hang`
+    for a hang (the timeout may be the question), else `other`."""
+    return "hang" if kind == "hang" else "other"
+
+
 @frozen
 class Tally:
     """What the attempts of one candidate did."""
@@ -55,6 +63,7 @@ class Tally:
     passed: int = 0
     other: int = 0  # failed, but not as expected: not the bug, so clean
     infra: int = 0
+    hung: int = 0  # those of `other` that hung (no attempt, on its own, of the rate's)
 
     @property
     def attempts(self) -> int:
@@ -121,8 +130,7 @@ class Tally:
             self.other,
             min_rate,
             f"{amplify}, or give a lower {argument('--min-rate', 'min_rate')}",
-            # A tally counts no hangs (an attempt's kinds, kept in the search's state, are
-            # match, pass, other and infra): the timeout is named beside the expect.
+            hung=self.hung,
             timeout=said("--timeout", "RunOptions(timeout_s=...)"),
         )
 
@@ -149,8 +157,9 @@ class Tally:
         return Tally(
             matched=self.matched + counts["match"],
             passed=self.passed + counts["pass"],
-            other=self.other + counts["other"],
+            other=self.other + counts["other"] + counts["hang"],
             infra=self.infra + counts["infra"],
+            hung=self.hung + counts["hang"],
         )
 
     def to_dict(self) -> JsonObject:

@@ -36,7 +36,13 @@ from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check
 from reprospec.core.words import plural
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
-from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
+from reprospec.isolation.candidates import (
+    AttemptKind,
+    IsolationResult,
+    Probe,
+    Settings,
+    otherwise,
+)
 from reprospec.isolation.differences import (
     MATRIX,
     MISSING,
@@ -424,7 +430,7 @@ def _kind(attempt: AttemptResult) -> AttemptKind:
         return "infra"  # never ran what the spec asks: counts neither way
     if attempt.matched:
         return "match"
-    return "pass" if outcome.kind == "pass" else "other"
+    return "pass" if outcome.kind == "pass" else otherwise(outcome.kind)
 
 
 def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:

@@ -24,7 +24,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
-from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.candidates import AttemptKind, otherwise
 from reprospec.isolation.state import StateFile, StoredProbe
 from reprospec.minimize.hangplace import attempt_place
 from reprospec.minimize.program import Program, join_words, left_out
@@ -52,15 +52,17 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     if outcome is None:
         return "infra"
     if role == "unperturbed":
-        return "match" if attempt.matched else "pass" if outcome.kind == "pass" else "other"
+        if attempt.matched:
+            return "match"
+        return "pass" if outcome.kind == "pass" else otherwise(outcome.kind)
     same = signature is None or native.attempt_agrees(attempt, signature)
     if role == "passing":
         if outcome.kind == "pass":
             return "pass"
-        return "match" if same else "other"
+        return "match" if same else otherwise(outcome.kind)
     if attempt.matched and same:
         return "match"
-    return "pass" if outcome.kind == "pass" else "other"
+    return "pass" if outcome.kind == "pass" else otherwise(outcome.kind)
 
 
 # Which logs `_raised` reads, stored with each probe's exceptions (StoredProbe.raised_from):
@@ -445,7 +447,8 @@ class ProbeRunner:
                         side = _side(probe.role)
                         self.longest[side] = max(self.longest.get(side, 0.0), attempt.duration_s)
                     kinds.append(_kind(attempt, signature, probe.role))
-                    if kinds[-1] == "other" and probe.role == "failing" and not self.signature:
+                    failed_otherwise = kinds[-1] in ("other", "hang")
+                    if failed_otherwise and probe.role == "failing" and not self.signature:
                         self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
                     places.append(attempt_place(run_dir, attempt, source))

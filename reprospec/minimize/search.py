@@ -972,7 +972,9 @@ class Minimization:
             # Its first match is left out: the probe stopped at it, so it is no fair sample;
             # so is each match a look again stopped at (point 7's hang seen elsewhere).
             f = judging.failing
-            counted = Tally(max(0, f.matched - 1 - judging.looked), f.passed, f.other, f.infra)
+            counted = Tally(
+                max(0, f.matched - 1 - judging.looked), f.passed, f.other, f.infra, f.hung
+            )
             more = self._more_often(counted, self._original_rate())
             if more is None:
                 if left - s.reserve < 1:
@@ -1634,7 +1636,7 @@ def fair(tally: Tally, matches: int, most: int) -> Tally:
     (`Minimization.measured`, where the candidates' own runs are no fair sample) both
     count the original so."""
     if stopped_at_match(tally, matches, most):
-        return Tally(tally.matched - 1, tally.passed, tally.other, tally.infra)
+        return Tally(tally.matched - 1, tally.passed, tally.other, tally.infra, tally.hung)
     return tally
 
 
@@ -1655,7 +1657,8 @@ def _lost_words(tally: Tally, new: tuple[str, ...]) -> str:
 
 def _kinds(tally: Tally) -> list[AttemptKind]:
     kinds: list[AttemptKind] = ["match"] * tally.matched
-    return kinds + ["pass"] * tally.passed + ["other"] * tally.other
+    hung: list[AttemptKind] = ["hang"] * tally.hung
+    return kinds + ["pass"] * tally.passed + hung + ["other"] * (tally.other - tally.hung)
 
 
 def _top_level_units(program: Program) -> int:

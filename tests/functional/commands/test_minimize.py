@@ -497,7 +497,7 @@ def test_a_refusal_of_an_original_that_failed_otherwise_says_how_and_where(
     message = data["message"]
     assert (
         "(0/20: 20 failed otherwise); nothing to minimize; it failed otherwise in every"
-        " attempt: check the expect or --timeout; the first to fail otherwise: "
+        " attempt: check the expect; the first to fail otherwise: "
     ) in message
     # The script's compile error is its exception (d3a54df4): its signature names it.
     assert re.search(r"otherwise: error:SyntaxError\S* \(invalid syntax\), its logs in ", message)

@@ -217,3 +217,18 @@ def test_candidates_time_out_at_ten_times_the_longest_attempt_that_ended(tmp_pat
     probe = StoredProbe(key="failing:k", candidate=(), role="failing", kinds=(), run_id=run.run_id)
     assert _longest_attempt(probe, tmp_path / "runs") == 0.8
     assert _longest_attempt(replace(probe, run_id="gone"), tmp_path / "runs") == 0.0
+
+
+def test_an_attempt_that_hung_is_a_hang_of_its_kind_and_counted_as_failing_otherwise() -> None:
+    # A hang was "other" like an error exit, so a refusal could not tell whether to name the
+    # timeout: isolate's and minimize's kinds say it, and a tally counts it both ways.
+    from reprospec.isolation import driver
+    from reprospec.isolation.candidates import Tally
+    from reprospec.minimize import probes
+
+    hang = AttemptResult(1, 0.1, Outcome(kind="hang", signature="hang"), False, (), "cells/1")
+    error = AttemptResult(2, 0.1, Outcome(kind="error", signature="error:exit-1"), False, (), "")
+    assert [driver._kind(a) for a in (hang, error)] == ["hang", "other"]
+    assert [probes._kind(a, None, "failing") for a in (hang, error)] == ["hang", "other"]
+    tally = Tally().add(["hang", "other"])
+    assert (tally.other, tally.hung, tally.clean) == (2, 1, 2)

@@ -369,8 +369,16 @@ def test_an_original_failing_otherwise_as_often_as_it_passes_does_not_seek_its_f
     assert result.message == (
         "the original program did not fail as expected in 20 attempts (0/20: 1 passed, 19"
         " failed otherwise); nothing to minimize; it failed otherwise more often than it"
-        " passed: check the expect or --timeout"
+        " passed: check the expect"
     )
+    # Where they hung, the timeout too (an error exit was sent to change it as well).
+    hung = Numbered(lambda n: "pass" if n == 1 else "hang")
+    result = minimize(program(), hung, Settings(min_rate=0.04, passing=len(PASSING)))
+    assert result.status == "refused"
+    assert result.message.endswith(
+        "(0/20: 1 passed, 19 failed otherwise); nothing to minimize; it failed otherwise more"
+        " often than it passed: check the expect or --timeout"
+    ), result.message
 
 
 def test_the_seek_counts_passes_alone_so_its_refusal_is_as_unlikely_as_it_says() -> None:
