@@ -22,7 +22,9 @@ stored ranked first: today's files, or another machine's, are not the attempt's)
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable
 
 from reprospec.core.frozen import frozen
@@ -595,19 +597,36 @@ def _wait_call(code: str) -> str:
     so a timeout another call passes is not its (`", ".join(parts); ev.wait()`, `d.get(k,
     0); q.get()` read as timed waits). The whole line where it calls none by name (a
     helper that waits, `hb.beat_forever(timeout=1)`)."""
-    found = ""
-    end = 0
-    for call in _WAIT_CALL.finditer(code):
-        if call.start() < end:
-            continue  # inside the call before it: `stop.wait(cfg.get("t", 1))`
-        depth, end = 0, len(code)
-        for index in range(call.end() - 1, len(code)):
-            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(code[index], 0)
-            if depth == 0:
-                end = index + 1
-                break
-        found = code[call.start() : end]
+    # Brackets by Python's tokenizer: one in a string is none (`d.get("(", 0); ev.wait()`
+    # read the get's `0` as the wait's timeout, its `(` never closed).
+    opens = {call.end() - 1: call.start() for call in _WAIT_CALL.finditer(code)}
+    rows = [0]
+    for line in code.splitlines(keepends=True):
+        rows.append(rows[-1] + len(line))
+    found, depth, level = "", 0, 0
+    start: int | None = None  # where the wait call read now begins
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type != tokenize.OP or token.string not in _BRACKETS:
+                continue
+            at = rows[token.start[0] - 1] + token.start[1]
+            if token.string in "([{":
+                if start is None and at in opens:
+                    start, level = opens[at], depth
+                depth += 1
+                continue
+            depth -= 1
+            if start is not None and depth == level:
+                # Not one inside it: `stop.wait(cfg.get("t", 1))`.
+                found, start = code[start : at + 1], None
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a bracket the line leaves open (or a string): the wait goes on past it
+    if start is not None:
+        found = code[start:]
     return found or code
+
+
+_BRACKETS = frozenset("()[]{}")
 
 
 def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:

@@ -772,6 +772,10 @@ def test_a_heartbeats_timeout_not_on_its_line_is_read_from_threadings(
     [
         ('s = ", ".join(parts); ev.wait()', '  File "{lib}", line 629 in wait\n'),
         ("n = d.get(k, 0); q.get()", '  File "/usr/lib/python3.11/queue.py", line 171 in get\n'),
+        # A bracket in a string is none: the get's call read as never closed, to the line's
+        # end, its `0` the wait's timeout (review).
+        ('n = d.get("(", 0); ev.wait()', '  File "{lib}", line 629 in wait\n'),
+        ('n = d.get("[", 0); q.get()', '  File "/usr/lib/python3.11/queue.py", line 171 in get\n'),
     ],
 )
 def test_a_timeout_is_read_from_the_wait_call_not_another_call_on_its_line(
@@ -779,7 +783,8 @@ def test_a_timeout_is_read_from_the_wait_call_not_another_call_on_its_line(
 ) -> None:
     """Another call's arguments on the line (`", ".join(parts)`, a dict's `get(k, 0)`) are
     not the wait's: read as its timeout, the thread blocked for good ranked as a sleeper
-    or a consumer that polls, after the busy thread dumped before it (review)."""
+    or a consumer that polls, after the busy thread dumped before it (review). Its brackets
+    are Python's, not a string's."""
     lib = tmp_path / "gone" / "lib" / "python3.11" / "threading.py"  # none to read
     job = tmp_path / "job.py"
     job.write_text(f"import threading\ndef busy():\n    x += 1\ndef stuck():\n    {line}\n")
