@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.logtext import unescaped_name
-from reprospec.core.results import Outcome
+from reprospec.core.results import Execution, Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
 from reprospec.outcome.hangsource import source_at, unread
@@ -586,15 +586,13 @@ def test_a_join_names_the_thread_on_a_lock_not_a_busy_one_that_calls_join(
     assert hung_frame(stack) == Frame(str(job), 9, "work")
 
 
-def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A docker attempt's dump names the workdir as its container does (`/work` for a
-    workdir under /root, /opt, /usr or /var): read on the host, no line was there, and the
-    hang read `hang in beat` under docker alone. The classifier reads the workdir's."""
+def _docker_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: str, stack: str
+) -> tuple[Path, Execution]:
+    """A hung docker attempt of `_JOB` (its line `with lock:`) whose container names the
+    workdir `root`, its dump `stack`: the workdir and what the runner hands the classifier."""
     from reprospec.runners.docker import container
 
-    root = "/no-such-container-root"
     monkeypatch.setattr(container, "container_workdir", lambda _: root)
     work = tmp_path / "work"
     work.mkdir()
@@ -603,9 +601,22 @@ def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
     logs.mkdir()
     for log in ("stdout.log", "stderr.log", "events.jsonl"):
         (logs / log).write_text("")
-    (logs / "stack.txt").write_text(_JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py"))
+    (logs / "stack.txt").write_text(stack)
     hung = dataclasses.replace(
         execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
+    )
+    return work, hung
+
+
+def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A docker attempt's dump names the workdir as its container does (`/work` for a
+    workdir under /root, /opt, /usr or /var): read on the host, no line was there, and the
+    hang read `hang in beat` under docker alone. The classifier reads the workdir's."""
+    root = "/no-such-container-root"
+    work, hung = _docker_hang(
+        tmp_path, monkeypatch, root, _JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py")
     )
     outcome = classify(hung, workdir=work, docker=True)
     assert isinstance(outcome, Outcome)
@@ -623,17 +634,7 @@ def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
     """A child's threads, said in the detail, are ranked from the workdir's lines as
     `hung_in` is: under docker the detail read this host at the container's `/work` and
     put the heartbeat first, where `hung_in` named `work` (review)."""
-    from reprospec.runners.docker import container
-
     root = "/no-such-container-root"
-    monkeypatch.setattr(container, "container_workdir", lambda _: root)
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "job.py").write_text(_JOB.format(line="with lock:"))
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    for log in ("stdout.log", "stderr.log", "events.jsonl"):
-        (logs / log).write_text("")
     child = _JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py").replace("pid 88", "pid 11")
     child = child.replace(
         f'  File "{root}/job.py", line 13 in <module>\n',
@@ -648,10 +649,7 @@ def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
         f'  File "{_LIB}/multiprocessing/process.py", line 149 in join\n'
         f'  File "{root}/job.py", line 13 in <module>\n\n'
     )
-    (logs / "stack.txt").write_text(parent + child)
-    hung = dataclasses.replace(
-        execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
-    )
+    work, hung = _docker_hang(tmp_path, monkeypatch, root, parent + child)
     outcome = classify(hung, workdir=work, docker=True)
     assert isinstance(outcome, Outcome)
     assert outcome.where == "child"
