@@ -2,11 +2,12 @@
 
 `doctor --runner venv` passed a spec of `six==99`: only the build at run time failed, and
 then every cell of it was `infra-error`. `resolve` asks uv's resolver (`uv pip compile`)
-with the build's own index options (`IndexConfig.uv_args`, the upload cutoff) and target
-interpreter (its markers), in the spec's folder (a relative path entry), and reads the
-answer as one of three: resolves, cannot (uv found no solution: the build would fail
-too), or could not be told (the index did not answer, uv timed out or failed otherwise),
-which is never said as a failure.
+with the build's own index options (`IndexConfig.uv_args`; no upload cutoff, which only
+`bisect --by-date` gives a build and doctor never does) and target interpreter (its
+markers), in the spec's folder (a relative path entry), and reads the answer as one of
+three: resolves, cannot (uv found no solution: the build would fail too), or could not be
+told (the index did not answer, uv timed out or failed otherwise), which is never said as
+a failure.
 """
 
 from __future__ import annotations
