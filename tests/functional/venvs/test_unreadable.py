@@ -6,38 +6,26 @@ environment's is left alone."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from reprospec import venvs
-from tests.support.cli import ROOT
+from tests.support.cli import CliResult, run_cli
 from tests.support.envs import make_wheel, uv_environment
 
 DEMO = "reprospec-envdemo"
 
 
-def envs_cli(root: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def envs_cli(root: Path, tmp_path: Path, *args: str) -> CliResult:
     env = {
-        **os.environ,
         **uv_environment(),
         venvs.ENVS_VARIABLE: str(root),
         "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
-        "NO_COLOR": "1",
         "COLUMNS": "400",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "envs", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_cli(tmp_path / "out", "envs", *args, env=env, timeout=60)
+    assert done.code == 0, done.stderr
     return done
 
 
