@@ -28,7 +28,7 @@ from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
 from reprospec.outcome.children import RANK_PREFIX
-from reprospec.outcome.tracebacks import exception_after
+from reprospec.outcome.tracebacks import EXCEPTION_LINE, exception_after
 from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
 
@@ -804,7 +804,10 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
             # an exception line of the block's own is (review).
             raised = exception_after(block.split("\n"), 0)
             if raised is None:
-                if re.search(rf"^(?:[\w.]+\.)?{re.escape(wanted)}(?::|$)", block, re.M):
+                if any(
+                    (line := EXCEPTION_LINE.match(text)) and bare_type(line["type"]) == wanted
+                    for text in block.split("\n")
+                ):
                     return output[start:]
             elif bare_type(raised.type) == wanted:
                 return output[start:]
