@@ -599,17 +599,15 @@ def _wait_call(code: str) -> str:
     helper that waits, `hb.beat_forever(timeout=1)`)."""
     # Brackets by Python's tokenizer: one in a string is none (`d.get("(", 0); ev.wait()`
     # read the get's `0` as the wait's timeout, its `(` never closed).
+    # (`code` is one line, `code_at`'s: a token's column is its offset.)
     opens = {call.end() - 1: call.start() for call in _WAIT_CALL.finditer(code)}
-    rows = [0]
-    for line in code.splitlines(keepends=True):
-        rows.append(rows[-1] + len(line))
     found, depth, level = "", 0, 0
     start: int | None = None  # where the wait call read now begins
     try:
         for token in tokenize.generate_tokens(io.StringIO(code).readline):
             if token.type != tokenize.OP or token.string not in _BRACKETS:
                 continue
-            at = rows[token.start[0] - 1] + token.start[1]
+            at = token.start[1]
             if token.string in "([{":
                 if start is None and at in opens:
                     start, level = opens[at], depth
