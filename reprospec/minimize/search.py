@@ -578,14 +578,13 @@ class Minimization:
         self._hung_elsewhere: dict[str, None] = {}
         self._new_passing_rejected = 0
         self._new_passing_exceptions: dict[str, None] = {}
-        # Whether the original's passing cells were run again, `passing_needed` times each,
-        # at the first candidate whose passes printed a new exception (`_reduce_probe`),
-        # and the rounds of them left to ask.
-        self._passing_relooked = False
+        # The rounds of the original's passing cells left to ask, run again `passing_needed`
+        # times each at the first candidate whose passes printed a new exception (`_relook`).
         self._relook_left = 0
-        # `passing_needed` when they began: what they are measured against to the end.
-        # It moves during the search (p follows `measured`, `_known` then `_fair`), and
-        # rounds that all ran were said "cut short by the budget" (review).
+        # `passing_needed` when they began (0 before: it is at least 1), so whether they
+        # began, and what they are measured against to the end. It moves during the search
+        # (p follows `measured`, `_known` then `_fair`), and rounds that all ran were said
+        # "cut short by the budget" (review).
         self._relook_wanted = 0
         self._relook_rounds = 0  # the rounds of them that ran
         self._relook_attempts = 0  # what they cost (in the budget)
@@ -1104,8 +1103,7 @@ class Minimization:
         print it too), once per search. Where the budget has no room for them, the type
         counts once seen in two passes (`_new_passing`)."""
         unexplained = bool(self._unexplained(judging))
-        if not self._passing_relooked and unexplained:
-            self._passing_relooked = True
+        if not self._relook_wanted and unexplained:
             self._relook_left = self._relook_wanted = self.passing_needed()
         # Only for a program that asks: rounds the reduction's budget cut short would
         # otherwise spend the final check's share on a result whose passes printed nothing.
