@@ -472,14 +472,15 @@ def member_lines(outcome: Outcome) -> list[str]:
     one markdown line each (`` `ValueError`: `boom` ``); [] for any other exception. The
     group's own message says only how many (`unhandled errors in a TaskGroup (1
     sub-exception)`): the members are the failure."""
-    lines: list[str] = []
-    for member in outcome.members:
-        message = clean_log(member.message or "").strip().split("\n")[0]
-        text = inline_code(member.type)
-        if message:
-            text += f": {inline_code(shorten(message, 200))}"
-        lines.append(text)
-    return lines
+    return [_exception_line(member.type, member.message) for member in outcome.members]
+
+
+def _exception_line(name: str, message: str | None) -> str:
+    """`` `ValueError`: `boom` ``: an exception's markdown line, its message's first line
+    (shortened) where it has one."""
+    first = clean_log(message or "").strip().split("\n")[0]
+    text = inline_code(name)
+    return f"{text}: {inline_code(shorten(first, 200))}" if first else text
 
 
 def chain_lines(outcome: Outcome) -> list[str]:
@@ -489,10 +490,7 @@ def chain_lines(outcome: Outcome) -> list[str]:
     lines: list[str] = []
     previous: str | None = None
     for link in outcome.chain:
-        message = clean_log(link.message or "").strip().split("\n")[0]
-        text = inline_code(link.named)
-        if message:
-            text += f": {inline_code(shorten(message, 200))}"
+        text = _exception_line(link.named, link.message)
         if previous == "cause":
             text = f"raised from it (direct cause): {text}"
         elif previous == "context":
