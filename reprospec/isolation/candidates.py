@@ -55,6 +55,12 @@ def otherwise(kind: str) -> AttemptKind:
     return "hang" if kind == "hang" else "other"
 
 
+def failed_otherwise(kind: AttemptKind) -> bool:
+    """Whether an attempt of that kind ran and failed, not as expected (`otherwise`'s two,
+    which `Tally.other` counts)."""
+    return kind in ("other", "hang")
+
+
 @frozen
 class Tally:
     """What the attempts of one candidate did."""

@@ -24,7 +24,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
-from reprospec.isolation.candidates import AttemptKind, otherwise
+from reprospec.isolation.candidates import AttemptKind, failed_otherwise, otherwise
 from reprospec.isolation.state import StateFile, StoredProbe
 from reprospec.minimize.hangplace import attempt_place
 from reprospec.minimize.program import Program, join_words, left_out
@@ -447,8 +447,8 @@ class ProbeRunner:
                         side = _side(probe.role)
                         self.longest[side] = max(self.longest.get(side, 0.0), attempt.duration_s)
                     kinds.append(_kind(attempt, signature, probe.role))
-                    failed_otherwise = kinds[-1] in ("other", "hang")
-                    if failed_otherwise and probe.role == "failing" and not self.signature:
+                    failing = probe.role == "failing"
+                    if failed_otherwise(kinds[-1]) and failing and not self.signature:
                         self._learn_otherwise(attempt, run_dir)
                     raised.append(_raised(run_dir, attempt))
                     places.append(attempt_place(run_dir, attempt, source))
