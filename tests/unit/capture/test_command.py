@@ -384,9 +384,7 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
         outcome = Outcome(
             "error", exit_code=2, message=said, signature="error:exit-2", last_traceback=last
         )
-        return AttemptResult(
-            attempt=number, duration_s=0.1, outcome=outcome, matched=False, mismatches=(), logs=""
-        )
+        return _attempt(number, outcome)
 
     one = printed(1, "ValueError").outcome
     assert isinstance(one, Outcome)
@@ -427,6 +425,10 @@ def _group_failure(number: int, *members: str) -> AttemptResult:
         signature=f"error:{group_named('ExceptionGroup', [GroupMember(m) for m in members])}",
         members=tuple(GroupMember(m, f"{m.lower()} 7") for m in members),
     )
+    return _attempt(number, outcome)
+
+
+def _attempt(number: int, outcome: Outcome) -> AttemptResult:
     return AttemptResult(
         attempt=number, duration_s=0.1, outcome=outcome, matched=False, mismatches=(), logs=""
     )
