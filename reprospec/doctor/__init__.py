@@ -130,9 +130,11 @@ def _installed_by_runner(check: Check, env: Captured, needs: Needs) -> Check:
     saying the runner installs them into each cell's image. Not in a Dockerfile's image,
     into which the docker runner installs nothing: skipped there as if it would."""
     from reprospec.doctor.check import NO_TORCH, Check
+    from reprospec.environment.captured import section
     from reprospec.environment.packages import requirements_naming
 
-    if check.name != "torch" or _this_torch(env) != NO_TORCH:
+    # (The captured fact, not its wording `_this_torch` gives.)
+    if check.name != "torch" or section(env, "torch").get("installed") is not False:
         return check
     if needs.runner == "docker" and needs.dockerfile:
         return check
