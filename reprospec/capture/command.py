@@ -1131,14 +1131,14 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             else "the hang is stuck in a child process the main one only waits for"
         )
     message = outcome.message
+    # The group's members as `observe` chose them (`_group_members`), and those every
+    # matching attempt held (where none were counted, this outcome's own).
+    members = _group_members(outcome)
+    common = observed.common_members
+    held = frozenset(m.type for m in members) if common is None else common
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
-        common = observed.common_members
-        group = group_expectation(
-            outcome.exception,
-            outcome.members,
-            frozenset(m.type for m in outcome.members) if common is None else common,
-        )
+        group = group_expectation(outcome.exception, members, held)
         if group is not None:
             expect["exception"], message, comments["exception"] = group
     elif outcome.kind == "error" and outcome.last_traceback is not None:
@@ -1150,13 +1150,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         comments["exception"] = (
             f"the last traceback printed; the process went on and exited {outcome.exit_code}"
         )
-        common = observed.common_members
-        group = group_expectation(
-            last.type,
-            last.members,
-            frozenset(m.type for m in last.members) if common is None else common,
-            ended=False,
-        )
+        group = group_expectation(last.type, members, held, ended=False)
         if group is not None:
             # The process's own last line stays its message (`giving up after 3 retries`),
             # the member's only where that line is the group's closing rule (review).
