@@ -44,9 +44,8 @@ def _needs(*lists: tuple[str, ...]) -> doctor.Needs:
     return doctor.Needs(packages=packages, package_sets=sets, runner="venv", cells=len(lists))
 
 
-def _built(root: Path, packages: tuple[str, ...], spec_dir: Path) -> None:
-    """`packages`' environment built in `root`, keyed as the run keys it (`request_for`)."""
-    request = venvs.request_for(PYTHON, packages, venvs.IndexConfig(), cwd=spec_dir)
+def _built(root: Path, request: venvs.EnvRequest) -> None:
+    """`request`'s environment built in `root`, under the key the run gives it."""
     folder = root / request.key()
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "python").touch()
@@ -59,7 +58,11 @@ def test_a_list_built_already_is_not_asked_of_the_index(
     # six==1.0, deleted from a private index since its environment was built: doctor failed
     # "each is an infra error, not run" of a spec whose run reuses that environment.
     ANSWERS[("six==1.0",)] = Resolved("unsatisfiable", "No solution found")
-    _built(tmp_path / "envs", ("six==1.0",), tmp_path)
+    # Keyed as the run keys it (`request_for`).
+    _built(
+        tmp_path / "envs",
+        venvs.request_for(PYTHON, ("six==1.0",), venvs.IndexConfig(), cwd=tmp_path),
+    )
     check = resolve_check(_needs(("six==1.0",), ("six==1.1",)), None, None, tmp_path)
     assert check is not None
     assert check.status == "pass", check
@@ -78,10 +81,7 @@ def test_a_path_entry_built_already_is_keyed_as_the_run_keys_it(
     (spec_dir / "mypkg" / "pyproject.toml").write_text("[project]\nname = 'mypkg'\n")
     request = venvs.request_for(PYTHON, ("./mypkg",), venvs.IndexConfig(), cwd=spec_dir)
     assert request.sources  # keyed by the folder's files, not its text alone
-    folder = tmp_path / "envs" / request.key()
-    (folder / "bin").mkdir(parents=True)
-    (folder / "bin" / "python").touch()
-    (folder / venvs.META).write_text(json.dumps({"request": request.to_dict()}))
+    _built(tmp_path / "envs", request)
     check = resolve_check(_needs(("./mypkg",)), None, None, spec_dir)
     assert check is not None
     assert check.status == "pass", check
