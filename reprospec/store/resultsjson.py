@@ -81,7 +81,7 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
     if outcome.detail is not None:
         out["detail"] = outcome.detail
     if outcome.chain:
-        out["chain"] = [link.to_dict() for link in outcome.chain]
+        out["chain"] = [link.to_dict() for link in _once(outcome)]
     if outcome.pid is not None:
         out["pid"] = outcome.pid
     if outcome.cmdline is not None:
@@ -137,14 +137,18 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         duration_s=number(d.get("duration_s")) or 0.0,
         signature=text(d.get("signature")),
         detail=text_or_none(d.get("detail")),
-        chain=tuple(
-            ChainLink(
-                text(link.get("type")),
-                text_or_none(link.get("message")),
-                _LINKS.get(text(link.get("link"))),
-                _members(link),
-            )
-            for link in objects(d.get("chain"))
+        chain=_ended_by(
+            tuple(
+                ChainLink(
+                    text(link.get("type")),
+                    text_or_none(link.get("message")),
+                    _LINKS.get(text(link.get("link"))),
+                    _members(link),
+                )
+                for link in objects(d.get("chain"))
+            ),
+            text_or_none(d.get("exception")),
+            _members(d),
         ),
         pid=integer(d.get("pid")),
         cmdline=text_or_none(d.get("cmdline")),
@@ -180,6 +184,27 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         ),
         members=_members(d),
     )
+
+
+def _once(outcome: Outcome) -> tuple[ChainLink, ...]:
+    """The chain as stored: the last link is the exception that ended the process, so an
+    exception group there keeps its members in the outcome's `members` alone (each member
+    stored once, not again in the chain; `_ended_by` puts them back when read)."""
+    *before, last = outcome.chain
+    if last.members and last.type == outcome.exception and last.members == outcome.members:
+        last = replace(last, members=())
+    return (*before, last)
+
+
+def _ended_by(
+    chain: tuple[ChainLink, ...], exception: str | None, members: tuple[GroupMember, ...]
+) -> tuple[ChainLink, ...]:
+    """Inverse of `_once`: the chain's last link, the exception that ended the process,
+    gains the outcome's `members` where it was stored without them (a results.json written
+    when they were stored twice keeps its own)."""
+    if not chain or not members or chain[-1].members or chain[-1].type != exception:
+        return chain
+    return (*chain[:-1], replace(chain[-1], members=members))
 
 
 def _members(d: JsonObject) -> tuple[GroupMember, ...]:

@@ -17,6 +17,8 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import (
     AttemptResult,
     CellResult,
+    ChainLink,
+    GroupMember,
     NotRun,
     Outcome,
     Rate,
@@ -35,6 +37,8 @@ from reprospec.store.resultsjson import (
     find_run,
     load_run,
     new_run_id,
+    outcome_from_dict,
+    outcome_to_dict,
     run_dir_of,
     run_from_dict,
     run_json,
@@ -162,6 +166,38 @@ def test_an_oom_kill_is_a_key_only_where_it_was_seen_and_old_files_load_without_
     del data["cells"][0]["attempts"][0]["outcome"]["oom_killed"]  # as older versions wrote it
     loaded = run_from_dict(data).cells[0].attempts[0].outcome
     assert loaded == replace(killed, oom_killed=False)
+
+
+def test_a_group_ending_a_chain_has_its_members_stored_once() -> None:
+    """`raise ExceptionGroup(...) from err`: the chain's last link is the group that ended
+    the process, whose members are the outcome's; results.json (and the store, which keeps
+    the same object) writes them once, in the outcome's `members`, and reads them back into
+    the link. A group earlier in the chain keeps its own; an older file's twice-written
+    members still load."""
+    members = (GroupMember("KeyError", "'k'"), GroupMember("TypeError", "t"))
+    inner = (GroupMember("OSError", "disk"),)
+    group = ChainLink("ExceptionGroup", "many (2 sub-exceptions)", None, members)
+    chain = (
+        ChainLink("ExceptionGroup", "one (1 sub-exception)", "context", inner),
+        ChainLink("ValueError", "root", "cause"),
+        group,
+    )
+    outcome = Outcome(
+        "error", exit_code=1, exception="ExceptionGroup", message=group.message,
+        signature="error:ExceptionGroup[KeyError,TypeError]", chain=chain, members=members,
+    )  # fmt: skip
+    stored = outcome_to_dict(outcome)
+    text = json.dumps(stored)
+    assert text.count('"KeyError"') == 1, text
+    assert text.count('"OSError"') == 1, text
+    assert outcome_from_dict(json.loads(text)) == outcome
+    assert outcome_from_dict(json.loads(text)).raised() == outcome.raised()
+    # As written before: the last link with its members too.
+    links = stored["chain"]
+    assert isinstance(links, list)
+    assert isinstance(links[-1], dict)
+    links[-1]["members"] = [m.to_dict() for m in members]
+    assert outcome_from_dict(stored) == outcome
 
 
 def test_unknown_format_is_refused() -> None:
