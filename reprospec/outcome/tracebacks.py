@@ -348,7 +348,13 @@ def _headerless_group(lines: list[str], after: int = -1) -> PythonException | No
             # end (a group printed handled, or a thread's), and this one is the process's.
             continue
         after = index + 1
-        while after < len(lines) and _GROUP_BAR.match(lines[after]):
+        # Its message's and notes' lines: `| `-prefixed, but 3.11's bare lines of a message
+        # that runs over several (`  | ExceptionGroup: first` then `second (1
+        # sub-exception)`: the group was read as none, `error exit 1`).
+        while after < len(lines) and (
+            _GROUP_BAR.match(lines[after])
+            or (not _GROUP_RULE.match(lines[after]) and _continues_a_group(lines, after))
+        ):
             after += 1
         rule = _GROUP_RULE.match(lines[after]) if after < len(lines) else None
         if rule is None or rule["label"] != "1" or rule["lead"] != "  +-+":
@@ -648,12 +654,15 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
         message_lines = [match["message"]] if match["message"] is not None else []
         reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
         most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
-        for extra in lines[index + 1 : index + most]:
+        for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
             if group:
-                # Inside a group every message line is prefixed; "+-+----" starts a member.
-                if not _GROUP_PREFIX.match(extra):
+                # Inside a group a message's first line is prefixed, 3.11 prints the rest
+                # bare (`  | ExceptionGroup: first` then `second (1 sub-exception)`: the
+                # message was `first`); "+-+----" starts a member.
+                if _GROUP_PREFIX.match(extra):
+                    extra = _GROUP_PREFIX.sub("", extra)
+                elif _GROUP_RULE.match(extra) or not _continues_a_group(lines, at):
                     break
-                extra = _GROUP_PREFIX.sub("", extra)
             if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
                 break
             if quoted and _QUOTES.match(extra):
@@ -727,10 +736,16 @@ def closes_a_group(line: str) -> bool:
 
 
 def _continues_a_group(lines: list[str], index: int) -> bool:
-    """Whether the line at `index` is still the group's (a rule or a `| ` line)."""
-    if index >= len(lines):
-        return False
-    return bool(_GROUP_RULE.match(lines[index]) or _GROUP_BAR.match(lines[index]))
+    """Whether the line at `index` is still the group's: a rule or a `| ` line, or one of
+    3.11's bare lines of a message (a group's own or a member's) that runs on to one within
+    a message's length. Not only the next line: a message of three lines (`g1\ng2\ng3`)
+    has two bare lines, and at the first the group was read as ended, its members lost."""
+    for line in lines[index : index + _MAX_MESSAGE_LINES]:
+        if _GROUP_RULE.match(line) or _GROUP_BAR.match(line):
+            return True
+        if _TB_HEADER.match(line) or _MESSAGE_END.match(line):
+            return False
+    return False
 
 
 def _members_at(found: list[_GroupLine], column: int) -> tuple[PythonException, ...]:

@@ -521,3 +521,43 @@ def test_compare_counts_one_groups_members_among_the_others_as_no_changed_outcom
     assert compare(both, some)["cells"] == []
     changed = compare(_group_run("KeyError"), some)["cells"]
     assert [row["change"] for row in changed] == ["outcome changed"]
+
+
+# 3.11.7's stderr of `raise ExceptionGroup("g1\ng2\ng3", [ValueError("x\ny\nz"), KeyError(2)])`
+# under `sys.tracebacklimit = 0`: the group's own message and its member's run over three
+# lines, 3.11 printing every line after a message's first bare.
+MULTILINE = """\
+  | ExceptionGroup: g1
+g2
+g3 (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | ValueError: x
+y
+z
+    +---------------- 2 ----------------
+    | KeyError: 2
+    +------------------------------------
+"""
+
+
+@pytest.mark.parametrize("traceback", [True, False], ids=["traceback", "tracebacklimit=0"])
+def test_a_groups_message_over_several_lines_leaves_its_members_read(traceback: bool) -> None:
+    # Hidden (no header), the group's bare second line ended the look for its first member's
+    # rule: no group at all (`error exit 1`); with its traceback, the bare line ended the
+    # group's own lines (message `g1`, no members: `ExceptionGroup` alone), and a member's
+    # message of three lines ended the members at its second.
+    header = (
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/w/m.py", line 1, in <module>\n'
+        "  |     raise ExceptionGroup(...)\n"
+    )
+    text = (header if traceback else "") + MULTILINE
+    assert parse_chain(text)[-1].message == "g1\ng2\ng3 (2 sub-exceptions)"
+    assert _members(text) == [("ValueError", "x\ny\nz"), ("KeyError", "2")]
+    # Two lines, the brief's case: `first line\nsecond line`, one member.
+    two = "  | ExceptionGroup: first line\nsecond line (1 sub-exception)\n" + (
+        "  +-+---------------- 1 ----------------\n"
+        "    | ValueError: x\n"
+        "    +------------------------------------\n"
+    )
+    assert _members((header if traceback else "") + two) == [("ValueError", "x")]
