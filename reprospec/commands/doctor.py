@@ -42,7 +42,9 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.find_links(
         p,
         help="with --runner venv: a wheelhouse the spec's packages resolve from besides the "
-        "configured index, as `run --runner venv --find-links DIR` installs from it",
+        "configured index, as `run --runner venv --find-links DIR` installs from it; with "
+        "--runner docker: the wheelhouse the images build from, whose wheels are part of "
+        "each image's tag, as `run --runner docker --find-links DIR` builds them",
     )
     opt.text_or_json(p, help="text (default) or json (the checks as JSON)")
 
@@ -65,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
 
         raise docker_python_refused("--python", given, "check with --runner local or venv")
     links = getattr(args, "find_links", None)
-    if links is not None and (args.runner != "venv" or needs is None):
-        # It would be dropped without a word: doctor resolves a spec's packages from it, for
-        # the venv runner only.
+    if links is not None and (args.runner == "local" or needs is None):
+        # It would be dropped without a word: doctor resolves a spec's packages from it for
+        # the venv runner, and names the image the docker runner builds with its wheels.
         from reprospec.errors import UsageError
 
         raise UsageError(
-            f"--find-links {links}: for --runner venv with a SPEC only (the wheelhouse doctor "
-            "resolves the spec's packages from, as the venv runner installs from it)"
+            f"--find-links {links}: for --runner venv or docker with a SPEC only (the "
+            "wheelhouse the venv runner installs the spec's packages from, and the docker "
+            "runner builds their images from)"
         )
     checked = None if given is None else _given_python(given, args.runner)
     looked: dict[str | None, Interpreter | None] = {}  # (venv-packages' too)
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         *([base] if base is not None else []),
         *_resolved(every_python, checked, links, args, looked),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
-        *(_docker_checks(environments, args.spec) if environments else ()),
+        *(_docker_checks(environments, args.spec, links) if environments else ()),
         # (the docker runner's, with a SPEC, are `_docker_checks`'; the venv runner's uv is
         # needed alike with one, where it was not checked and its absence said nothing)
         *(_runner_checks(args.runner) if needs is None or args.runner == "venv" else ()),
@@ -135,9 +138,13 @@ def run(args: argparse.Namespace) -> int:
         from reprospec.commands import doctorimage
 
         spec = args.spec if needs is not None else None
-        images, missing, unmade = doctorimage.present_images(plans, spec) if spec else ([], [], [])
+        images, missing, unmade = (
+            doctorimage.present_images(plans, spec, links) if spec else ([], [], [])
+        )
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        checks = doctorimage.image_checks(checks, needs, images, spec, visible, missing, unmade)
+        checks = doctorimage.image_checks(
+            checks, needs, images, spec, visible, missing, unmade, links
+        )
         header = f"{args.spec or 'docker'}{doctorimage.header(images, missing, unmade, spec)}"
     else:
         header = f"{python}" + (f" for {args.spec}" if needs else "") + whose
@@ -513,11 +520,15 @@ def _runner_checks(runner: str) -> list[Check]:
     return [Check("uv", "pass", f"uv at {found} builds each cell's venv")]
 
 
-def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check]:
+def _docker_checks(
+    environments: Sequence[Environment], spec: str, find_links: Path | None = None
+) -> list[Check]:
     """The docker runner's needs: an engine that answers, and each cell's image there or
     buildable (its FROM images there: reprospec never pulls). `doctor --runner docker`
     checked none of it, and passed a spec whose every cell was `infra-error: docker image
-    ... is missing`."""
+    ... is missing`. Each image is keyed as the run keys it, `find_links`' wheels included
+    (part of a packages image's tag): without them doctor named an image the run of
+    `--find-links DIR` never builds, and checked that one."""
 
     from reprospec.doctor import Check
     from reprospec.errors import InfraError
@@ -537,7 +548,7 @@ def _docker_checks(environments: Sequence[Environment], spec: str) -> list[Check
     spec_dir = Path(spec).resolve().parent
     for environment in environments:
         try:
-            recipe = image.recipe_for(environment, spec_dir=spec_dir)
+            recipe = image.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
         except InfraError as exc:
             if str(exc) not in seen:
                 seen.add(str(exc))

@@ -58,12 +58,13 @@ HOST_TOOLS = ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-s
 
 
 def present_images(
-    plans: Sequence[AttemptPlan], spec: str
+    plans: Sequence[AttemptPlan], spec: str, find_links: Path | None = None
 ) -> tuple[list[tuple[str, AttemptPlan]], list[str], list[str]]:
     """(tag, one plan of it) of each distinct image the plans run in that is here, in order,
     the tags of those not here yet, and the cells whose image cannot be made, by why
     (`cells b, c (no such Dockerfile)`: they were dropped, neither checked nor said); none
-    where no engine answers (the `docker` check says so)."""
+    where no engine answers (the `docker` check says so). Each tag as the run of
+    `--find-links find_links` builds it (its wheels are part of the tag)."""
     from reprospec.errors import InfraError
     from reprospec.runners.docker import image
     from reprospec.runners.docker.engine import connect
@@ -77,7 +78,7 @@ def present_images(
     spec_dir = Path(spec).resolve().parent
     for plan in plans:
         try:
-            recipe = image.recipe_for(plan.environment, spec_dir=spec_dir)
+            recipe = image.recipe_for(plan.environment, spec_dir=spec_dir, find_links=find_links)
         except InfraError as exc:
             unmade.setdefault(str(exc), []).append(plan.cell.id)
             continue
@@ -136,18 +137,20 @@ def image_checks(
     visible_devices: str | None,
     missing: Sequence[str] = (),
     unmade: Sequence[str] = (),
+    find_links: Path | None = None,
 ) -> list[Check]:
     """The host's checks (`host`, in doctor's order) made for the docker runner: each of
     an interpreter or a tool made in each image that is here, and skipped for each image
     not here yet (`missing`, its tag) and each cell whose image cannot be made (`unmade`),
     or skipped saying why (`spec` None: `doctor --runner docker` without one, which names
-    no image)."""
+    no image). `find_links`: the run's `--find-links`, which an image's capture is built
+    with as the run builds it."""
     from reprospec.doctor import Check
     from reprospec.doctor.needs import check_refused_packages
 
     inside: dict[str, list[Check]] = {}
     if images and spec is not None and needs is not None:
-        inside = _made_inside(needs, images, spec, visible_devices)
+        inside = _made_inside(needs, images, spec, visible_devices, find_links)
         # Each check made in the images here, skipped for those not here: the header named
         # the ones here alone, and nothing said the other cells were not checked.
         for tag in missing:
@@ -195,15 +198,20 @@ def _made_inside(
     images: Sequence[tuple[str, AttemptPlan]],
     spec: str,
     visible_devices: str | None,
+    find_links: Path | None = None,
 ) -> dict[str, list[Check]]:
     """Each check of `_INSIDE` and `native-stacks`, by name, made in each image: from the
-    environment a throwaway container of it captures, as a run does."""
+    environment a throwaway container of it captures, as a run does (its runner given the
+    run's `find_links`: without them the capture keyed, and built, another image, whose
+    build failed where the index has none of the wheelhouse's packages)."""
     from reprospec import doctor
     from reprospec.doctor import Check
     from reprospec.runners.docker.runner import DockerRunner
 
     inside: dict[str, list[Check]] = {}
-    runner = DockerRunner(spec_dir=Path(spec).resolve().parent, say=lambda _line: None)
+    runner = DockerRunner(
+        find_links=find_links, spec_dir=Path(spec).resolve().parent, say=lambda _line: None
+    )
     try:
         for tag, plan in images:
             with tempfile.TemporaryDirectory(prefix="reprospec-doctor-") as folder:

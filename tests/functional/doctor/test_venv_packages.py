@@ -81,17 +81,17 @@ def test_an_index_that_does_not_answer_is_not_a_failure(cli: Cli, tmp_path: Path
     assert "Connection refused" in check["why"]
 
 
-def test_find_links_is_for_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
+def test_find_links_is_for_the_venv_and_docker_runners(cli: Cli, tmp_path: Path) -> None:
     _spec(tmp_path, "'1.0'")
     done = cli("doctor", "s.yaml", "--find-links", str(tmp_path), cwd=tmp_path)
     assert done.code == 2, done.stdout + done.stderr
     assert "--find-links" in done.stderr
-    assert "for --runner venv with a SPEC only" in done.stderr
+    assert "for --runner venv or docker with a SPEC only" in done.stderr
     assert "Traceback" not in done.stderr
     # Without a SPEC, no packages to resolve from it: refused too.
     done = cli("doctor", "--runner", "venv", "--find-links", str(tmp_path), cwd=tmp_path)
     assert done.code == 2, done.stdout + done.stderr
-    assert "for --runner venv with a SPEC only" in done.stderr
+    assert "for --runner venv or docker with a SPEC only" in done.stderr
 
 
 def test_the_torch_check_is_of_the_cells_venvs_not_the_interpreter(

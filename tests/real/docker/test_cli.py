@@ -497,3 +497,36 @@ def test_doctor_for_the_docker_runner_checks_the_image_not_the_host(
     bare = cli("doctor", "--runner", "docker", "--format", "json")
     skipped = {c["name"] for c in json.loads(bare.stdout) if c["status"] == "skipped"}
     assert {"torch", "nvcc", "native-stacks", "starter", "shm"} <= skipped, bare.stdout
+
+
+@needs_engine
+def test_doctor_for_the_docker_runner_names_the_image_its_find_links_run_builds(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The wheels of `--find-links` are part of a packages image's tag: doctor took no
+    `--find-links` with `--runner docker` (exit 2), and without it named, and checked, an
+    image `run --runner docker --find-links DIR` never builds."""
+    from reprospec.core.sections import Environment
+    from tests.support.envs import make_wheel
+
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, "reprospec-envdemo", "1.0", "VERSION = '1.0'\n")
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: wheels\nenvironment: {packages: ['reprospec-envdemo==1.0']}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    built = Environment(workdir=tmp_path, packages=("reprospec-envdemo==1.0",))
+    tag = image.recipe_for(built, spec_dir=tmp_path, find_links=wheels).tag
+    assert tag != image.recipe_for(built, spec_dir=tmp_path).tag  # (what doctor named)
+    argv = ("doctor", "spec.yaml", "--runner", "docker", "--format", "json")
+    done = cli(*argv, "--find-links", str(wheels), cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    lines = [c["why"] for c in json.loads(done.stdout) if c["name"] == "docker-image"]
+    # (here already where an earlier run of the same wheel built it)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"image {tag} is "), lines
+    # Still refused where nothing would read it: the local runner builds no image.
+    local = cli("doctor", "spec.yaml", "--find-links", str(wheels), cwd=tmp_path)
+    assert local.code == 2, local.stdout + local.stderr
+    assert "for --runner venv or docker with a SPEC only" in local.stderr
