@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hangsource import Source, blocking_line, blocks, on_disk
+from reprospec.outcome.hangsource import Source, blocking_line, blocks
 from reprospec.outcome.hungstacks import hung_threads
 from reprospec.process.childprotocol import STACK_TXT
 
@@ -40,7 +40,7 @@ UNREAD = ""
 NOWHERE = "no frame of the program's own code"
 
 
-def place_of(stack: str | None, source: Source = on_disk) -> str:
+def place_of(stack: str | None, *, source: Source) -> str:
     """A hang's place read from its stack dump: `w1 -> with, w2 -> with` (a deadlock of
     two threads, each in its `with` for a lock; `w1, w2` where their file cannot be read),
     `w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait` (a Barrier's
@@ -63,7 +63,7 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     known. So are the lines that pick the hung threads (a main thread's sleep loop beside
     a thread on a lock, `hung_threads`): the live folder's files were read there, another
     candidate's (review)."""
-    threads = hung_threads(stack, source)
+    threads = hung_threads(stack, source=source)
     if threads is None:
         return UNREAD
     if not threads:
@@ -71,7 +71,7 @@ def place_of(stack: str | None, source: Source = on_disk) -> str:
     said = []
     for frame, waiting, outermost in threads:
         names = [outermost.function]
-        blocked = "" if waiting else blocking_line(frame, source)
+        blocked = "" if waiting else blocking_line(frame, source=source)
         if blocked is None:
             return UNREAD
         if waiting and blocks(waiting[0]):
@@ -103,7 +103,7 @@ def attempt_place(run_dir: Path, attempt: AttemptResult, source: Source) -> str:
         text = (run_dir / attempt.logs / STACK_TXT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return UNREAD
-    return place_of(text, source) if text.strip() else UNREAD
+    return place_of(text, source=source) if text.strip() else UNREAD
 
 
 def places_said(places: Iterable[str], in_: str = "in ") -> str:

@@ -889,13 +889,13 @@ def _pytest_timeout_worker(evidence: Evidence, where: str | None) -> PytestTimeo
 def _watchdog_frame(timeout: WatchdogTimeout, source: Source) -> PythonFrame | None:
     from reprospec.outcome.watchdog import hung_frame
 
-    return hung_frame(timeout, source)
+    return hung_frame(timeout, source=source)
 
 
 def _hung_frame(stack: str, source: Source) -> PythonFrame | None:
     from reprospec.outcome.hungstacks import hung_frame
 
-    return hung_frame(stack, source)
+    return hung_frame(stack, source=source)
 
 
 def _source(workdir: Path | None, docker: bool) -> Source:

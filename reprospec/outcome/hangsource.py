@@ -121,7 +121,7 @@ def source_at(
     return remembered(read)
 
 
-def code_at(frame: Frame, source: Source = on_disk) -> str | None:
+def code_at(frame: Frame, *, source: Source) -> str | None:
     """The line of its file a frame is at, as `source` has it, up to its comment and
     stripped: "" where there is no such file or line, None where the attempt's text is
     unknown."""
@@ -135,7 +135,7 @@ def code_at(frame: Frame, source: Source = on_disk) -> str | None:
     return _without_comment(line).strip()
 
 
-def loop_at(frame: Frame, source: Source = on_disk) -> tuple[str, ...]:
+def loop_at(frame: Frame, *, source: Source) -> tuple[str, ...]:
     """The loop a frame's line is in, as `source` has it: the outermost `while` or `for`
     of its function that holds the line (`_loops`, read with `ast`: a header split over
     lines, `while (\n w.is_alive()\n ...\n):`, a loop in a loop, a body of any length), from
@@ -228,7 +228,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
+def blocking_line(frame: Frame, *, source: Source) -> str | None:
     """What a thread waits in where its own line blocks in C code, read from that line of
     its file (its text `source`'s): `with` (a lock's, or a condition's, `with lock:`), or
     the blocking call the line makes, by name (`acquire()`, `sleep()`, `recv()`); "" where
@@ -239,7 +239,7 @@ def blocking_line(frame: Frame, source: Source = on_disk) -> str | None:
     busy loop and a lock's deadlock were both `main` (`main (in stuck)` in words alone), so
     a candidate that turned the deadlock into an endless loop hung "where the original did".
     Names, not the line's text, are compared: the literals of `time.sleep(100)` shrink."""
-    code = code_at(frame, source)
+    code = code_at(frame, source=source)
     if not code:
         return code
     if _WITH.match(code):

@@ -47,7 +47,6 @@ from reprospec.outcome.hangsource import (
     code_at,
     in_file,
     loop_at,
-    on_disk,
     unread,
 )
 
@@ -259,7 +258,7 @@ def _blocks(stack: str | None) -> list[_Block]:
 
 
 def hung_processes(
-    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source, first: Frame | None = None
 ) -> tuple[HungProcess, ...]:
     """Each process of a stack dump, in its order (the attempt's root first). `source`: the
     text of the files the attempt ran (hangsource's `source_at`: a docker container's
@@ -343,7 +342,7 @@ def stuck_worker(stack: str | None) -> HungProcess | None:
 
 
 def stuck_child(
-    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source, first: Frame | None = None
 ) -> HungProcess | None:
     """The process the attempt's first one waits for, where a hang sits in a child: the
     first one's main thread waits for another process (multiprocessing's join, a queue a
@@ -367,7 +366,7 @@ def stuck_child(
 
 
 def where_stuck(
-    stack: str | None, *, source: Source = on_disk, first: Frame | None = None
+    stack: str | None, *, source: Source, first: Frame | None = None
 ) -> HungProcess | None:
     """Where a hang sits as far as its stacks show: a worker stuck fetching an item in the
     user's code, else a child the first process waits for (`stuck_child`), else the first
@@ -381,7 +380,7 @@ def where_stuck(
     )
 
 
-def hung_frame(stack: str | None, source: Source = on_disk) -> Frame | None:
+def hung_frame(stack: str | None, *, source: Source) -> Frame | None:
     """The frame a hang sits in, in the process `where_stuck` finds: the first thread its main
     thread joins (a deadlock between threads sits there, not in the join), else its own
     frame. None where the stacks show no frame of the user's code in it (a child that is
@@ -400,7 +399,7 @@ def hung_frame(stack: str | None, source: Source = on_disk) -> Frame | None:
 _HungThread = tuple[Frame, tuple[Frame, ...], Frame]
 
 
-def hung_threads(stack: str | None, source: Source = on_disk) -> tuple[_HungThread, ...] | None:
+def hung_threads(stack: str | None, *, source: Source) -> tuple[_HungThread, ...] | None:
     """Each thread a hang sits in, as `hung_frame` reads the place: the threads the stuck
     process's main thread joins (a deadlock sits in both of them), else that main thread;
     each thread's innermost frame of the user's code, the frames it waits in below it
@@ -507,12 +506,12 @@ def _ranker(source: Source, first: Frame | None = None) -> _Rank:
     def rank(thread: _HungThread) -> int:
         if first is not None and thread[0] == first:
             return -1
-        return _stuck_rank(thread, source)
+        return _stuck_rank(thread, source=source)
 
     return rank
 
 
-def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
+def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
     first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
     `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
@@ -548,7 +547,7 @@ def _stuck_rank(thread: _HungThread, source: Source = on_disk) -> int:
         # An Event's wait: its `wait` over the Condition's, both threading.py's.
         event = len(waiting) == 2 and all(_is(f, ("threading.py", "wait")) for f in waiting)
         return 2 if event else 1
-    blocked = blocking_line(frame, source)
+    blocked = blocking_line(frame, source=source)
     if blocked in _ON_ANOTHER_THREAD:
         return 0
     return 2 if blocked == _SLEEP else 1
@@ -586,9 +585,9 @@ def _timed(frame: Frame, waiting: list[Frame] | tuple[Frame, ...], source: Sourc
     through `source`: under docker threading.py is the image's, which `source_at` reads
     as no file (a host's file of another version says anything at that line). No where
     neither can be read."""
-    if _TIMED_CALL.search(_wait_call(code_at(frame, source) or "")):
+    if _TIMED_CALL.search(_wait_call(code_at(frame, source=source) or "")):
         return True
-    return bool(waiting) and bool(_TIMED_WAIT.search(code_at(waiting[0], source) or ""))
+    return bool(waiting) and bool(_TIMED_WAIT.search(code_at(waiting[0], source=source) or ""))
 
 
 def _wait_call(code: str) -> str:
@@ -639,7 +638,7 @@ def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
         return any(in_file(waiting[0], path) for path in _THREAD_WAITS) and _timed(
             frame, waiting, source
         )
-    return blocking_line(frame, source) == _SLEEP
+    return blocking_line(frame, source=source) == _SLEEP
 
 
 # What a sleep loop asks of the thread it waits for: a thread's `is_alive()`, a future's
@@ -656,7 +655,7 @@ def _polls_a_thread(frame: Frame, source: Source) -> bool:
     A main loop that only sleeps between its own work (`while True: q.put(job());
     time.sleep(1)`) waits for no thread: the idle consumer beside it, blocked in `q.get()`
     by design, was named the hang (`hang in consumer`, review)."""
-    return any(_POLL.search(line) for line in loop_at(frame, source))
+    return any(_POLL.search(line) for line in loop_at(frame, source=source))
 
 
 def _first_stuck_worker(processes: tuple[HungProcess, ...]) -> HungProcess | None:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import PythonFrame
-from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.tracebacks import FATAL_BODY
 
 if TYPE_CHECKING:
@@ -56,13 +55,13 @@ def watchdog_timeout(stderr: str) -> WatchdogTimeout | None:
     return None
 
 
-def hung_frame(timeout: WatchdogTimeout, source: Source = on_disk) -> PythonFrame | None:
+def hung_frame(timeout: WatchdogTimeout, *, source: Source) -> PythonFrame | None:
     """The frame of the user's code the hang sat in, as the dump shows it: the dump read as
     the engine's stack dump of the one process (hungstacks.py), its lines read from
-    `source` (the attempt's text, hangsource.py; this host's files where not given)."""
+    `source` (the attempt's text, hangsource.py: a caller says whose, no default)."""
     from reprospec.outcome.hungstacks import hung_frame as frame_of
 
-    return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}", source)
+    return frame_of(f"--- pid 0 (the program) ---\n{timeout.dump}", source=source)
 
 
 # pytest-timeout's rule around the stacks it dumps (`+++++ Timeout +++++`, pytest's

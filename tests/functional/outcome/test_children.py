@@ -40,6 +40,7 @@ from reprospec.core.words import (
     outcome_phrase,
 )
 from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.judge import judge_attempt
 from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
 from reprospec.pipeline.attempt import attempt_result
@@ -1145,7 +1146,7 @@ def test_a_hang_in_a_child_the_main_process_waits_for_is_where_child(
     assert result.matched, result.mismatches
     from reprospec.outcome.hungstacks import hung_processes
 
-    pids = [p.pid for p in hung_processes(result.stack)]
+    pids = [p.pid for p in hung_processes(result.stack, source=on_disk)]
     assert outcome.pid in pids[1:], (outcome.pid, pids)  # the child's, not the main process's
     assert f"child pid {outcome.pid} " in (outcome.detail or "")
     assert frame in (outcome.detail or ""), outcome.detail
@@ -1163,7 +1164,7 @@ def test_a_thread_deadlock_is_the_main_process_and_names_the_threads(
     assert (outcome.kind, outcome.where) == ("hang", "main"), outcome
     from reprospec.outcome.hungstacks import where_stuck
 
-    stuck = where_stuck(result.stack)
+    stuck = where_stuck(result.stack, source=on_disk)
     assert stuck is not None
     described = stuck.describe()
     assert "'s threads were in " in described, described

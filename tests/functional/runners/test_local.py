@@ -22,6 +22,7 @@ import pytest
 
 from reprospec.core.inputs import AttemptPlan, Expectation, Marker
 from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.hungstacks import hung_frame
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.process.tree import TOKEN_VAR
@@ -408,7 +409,7 @@ def test_a_hang_that_does_not_answer_is_read_by_the_py_spy_beside_the_interprete
     # Where it hangs is the user's frame that waits, as faulthandler's stack places it, not
     # threading's: py-spy named its files by their package part (`threading.py:327`), which
     # no rule could tell from the user's own files.
-    frame = hung_frame(stack)
+    frame = hung_frame(stack, source=on_disk)
     assert frame is not None
     assert frame.function == "deaf_here", stack
 
@@ -545,21 +546,44 @@ def scratch_plan(argv: list[str], attempt: int, **environment: object) -> Attemp
 def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunner) -> None:
     name = f"reprospec-torn-{uuid.uuid4().hex}.json"
     argv = child("torn_tmp.py", name)
-    # A run folder near the root: TMPDIR is the attempt folder's own tmp/.
     runs = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
     try:
         first = runner.run(scratch_plan(argv, 1), runs / "1")
         assert first.returncode == 0, first.stderr_path.read_text()
-        assert first.stdout_path.read_text() == f"cache: {runs / '1' / 'tmp' / name}\n"
+        cache = Path(first.stdout_path.read_text().removeprefix("cache: ").strip())
+        assert cache.parent.name == "tmp"
+        assert cache.parent.parent.parent.name.startswith("reprospec-tmp-")
         # Gone with what it held, and recorded.
-        assert not (runs / "1" / "tmp").exists()
-        assert not (runs / "1" / "cache").exists()
+        assert not cache.parent.exists()
         assert not (Path(tempfile.gettempdir()) / name).exists()
         assert first.warnings == (
             f"removed what the attempt left in its private TMPDIR: 1 file, 19 B ({name})",
         )
         second = runner.run(scratch_plan(argv, 2), runs / "2")
         assert second.returncode == 0, second.stderr_path.read_text()
+    finally:
+        shutil.rmtree(runs)
+
+
+def test_a_short_attempt_folder_gets_the_engines_pair_handed_on(runner: LocalRunner) -> None:
+    """A run folder near the root (`--out /o`) made `ATTEMPT/tmp` and `ATTEMPT/cache` and
+    removed them after each attempt, 0.15 ms of the engine's CPU an attempt: an attempt gets
+    the engine's pair wherever its folder is, and the next one takes the pair it left empty."""
+    code = "import os; print(os.environ['TMPDIR'], os.environ['XDG_CACHE_HOME'])"
+    runs = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
+    try:
+        used = []
+        for attempt in (1, 2):
+            ex = runner.run(scratch_plan([PY, "-c", code], attempt), runs / str(attempt))
+            assert ex.returncode == 0, ex.stderr_path.read_text()
+            assert ex.warnings == ()
+            tmp, cache = map(Path, ex.stdout_path.read_text().split())
+            assert (tmp.name, cache.name, tmp.parent) == ("tmp", "cache", cache.parent)
+            assert tmp.parent.parent.name.startswith("reprospec-tmp-")
+            assert not (runs / str(attempt) / "tmp").exists()
+            assert not (runs / str(attempt) / "cache").exists()
+            used.append(tmp)
+        assert used[0] == used[1]
     finally:
         shutil.rmtree(runs)
 

@@ -413,6 +413,7 @@ def test_a_hang_in_a_child_that_runs_no_python_names_it(
 ) -> None:
     """The container's stack.txt names a program the Python process started and waits for
     (`sleep 600`), as the local runner's does: the hang sits there, `where: child`."""
+    from reprospec.outcome.hangsource import on_disk
     from reprospec.outcome.hungstacks import stuck_child
 
     code = "import subprocess\nprint('started', flush=True)\nsubprocess.run(['sleep', '600'])\n"
@@ -421,7 +422,7 @@ def test_a_hang_in_a_child_that_runs_no_python_names_it(
     assert execution.stack_path is not None
     stack = execution.stack_path.read_text()
     assert "(sleep 600) [in container] [not Python] ---" in stack, stack
-    stuck = stuck_child(stack)
+    stuck = stuck_child(stack, source=on_disk)
     assert stuck is not None, stack
     assert (stuck.python, stuck.command) == (False, "sleep 600")
 

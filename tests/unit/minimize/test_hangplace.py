@@ -20,7 +20,7 @@ from reprospec.minimize.hangplace import (
 )
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
-from reprospec.outcome.hangsource import source_at
+from reprospec.outcome.hangsource import on_disk, source_at
 from tests.support.minimizing import proposing
 
 LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
@@ -86,22 +86,24 @@ Current thread 0x00007f0000000002 (most recent call first):
 
 
 def test_a_hangs_place_is_its_threads_functions_and_what_they_wait_in_not_its_lines() -> None:
-    assert place_of(DEADLOCK) == "w1, w2"
-    assert place_of(SHORTER) == place_of(DEADLOCK)
-    assert place_of(BARRIER) == (
+    assert place_of(DEADLOCK, source=on_disk) == "w1, w2"
+    assert place_of(SHORTER, source=on_disk) == place_of(DEADLOCK, source=on_disk)
+    assert place_of(BARRIER, source=on_disk) == (
         "w2 -> threading.py:wait -> threading.py:_wait -> threading.py:wait"
     )
-    assert place_of(AT_EXIT) == "w2 -> threading.py:wait"
-    assert place_of(LIBRARY_ONLY) == NOWHERE
-    assert place_of("") == place_of(None) == UNREAD
+    assert place_of(AT_EXIT, source=on_disk) == "w2 -> threading.py:wait"
+    assert place_of(LIBRARY_ONLY, source=on_disk) == NOWHERE
+    assert place_of("", source=on_disk) == place_of(None, source=on_disk) == UNREAD
 
 
 def test_a_place_the_original_never_hung_in_moved_and_an_unread_one_never_did() -> None:
-    assert moved([place_of(BARRIER)], [place_of(DEADLOCK)]) == (place_of(BARRIER),)
+    assert moved([place_of(BARRIER, source=on_disk)], [place_of(DEADLOCK, source=on_disk)]) == (
+        place_of(BARRIER, source=on_disk),
+    )
     assert moved([NOWHERE], ["w1, w2"]) == (NOWHERE,)
-    assert moved([place_of(SHORTER)], [place_of(DEADLOCK)]) == ()
+    assert moved([place_of(SHORTER, source=on_disk)], [place_of(DEADLOCK, source=on_disk)]) == ()
     assert moved([UNREAD], ["w1, w2"]) == ()  # the candidate's unread
-    assert moved([place_of(BARRIER)], [UNREAD]) == ()  # the original's unread
+    assert moved([place_of(BARRIER, source=on_disk)], [UNREAD]) == ()  # the original's unread
     # A flaky original that hung in two places: either is its own.
     assert moved(["b", "a"], ["a", "b", UNREAD]) == ()
 
@@ -116,7 +118,9 @@ def test_a_place_is_compared_by_its_threads_so_a_trimmed_thread_is_no_new_hang()
     # beside the consumer hung as the original's: the same hang.
     assert moved(["consume, produce_more"], ["consume, produce", "consume, <module>"]) == ()
     # None of its threads sits as any of the original's did: moved, as before.
-    assert moved([place_of(BARRIER)], ["monitor, w1, w2"]) == (place_of(BARRIER),)
+    assert moved([place_of(BARRIER, source=on_disk)], ["monitor, w1, w2"]) == (
+        place_of(BARRIER, source=on_disk),
+    )
     assert moved(["monitor2, w3"], ["monitor, w1, w2"]) == ("monitor2, w3",)
     assert moved([NOWHERE], ["monitor, w1, w2"]) == (NOWHERE,)
     # The monitor kept alone, the deadlock beside it cut away: its endless loop still hangs,
@@ -201,7 +205,7 @@ def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_th
                 hangs = probe.role != "passing"
                 kind: AttemptKind = "match" if hangs else "pass"
                 kinds = (kind,) * n
-                places = (place_of(stacks[text]),) * n if hangs else ("",) * n
+                places = (place_of(stacks[text], source=on_disk),) * n if hangs else ("",) * n
                 stored.append((probe.role, kinds, places))
             # Through the state file's line, as a resumed minimize replays it.
             line = StoredProbe(probe.key, (), probe.role, kinds, "r", places=places)
@@ -221,12 +225,15 @@ def test_the_search_rejects_a_candidate_whose_hang_sits_elsewhere_and_replays_th
         "shorter": "fails",
     }
     rejected = next(j for j in result.judged if j.verdict == "hangs-elsewhere")
-    assert rejected.hung_elsewhere == (place_of(BARRIER),)
+    assert rejected.hung_elsewhere == (place_of(BARRIER, source=on_disk),)
     assert rejected.passing.attempts == 0  # at its first match: it cost nothing more
     same = result.same_failure
     assert same is not None
     assert same.original_places == ("w1, w2",)
-    assert (same.hangs_elsewhere_rejected, same.hung_elsewhere) == (1, (place_of(BARRIER),))
+    assert (same.hangs_elsewhere_rejected, same.hung_elsewhere) == (
+        1,
+        (place_of(BARRIER, source=on_disk),),
+    )
     assert result.program == program("shorter")
     # Replayed from what was stored: the same verdicts, the same answer.
     again = drive(list(stored))
@@ -262,8 +269,10 @@ def test_a_python_c_programs_hang_at_exit_sits_in_its_thread_as_when_joined() ->
         f'  File "{LIB}/threading.py", line 1590 in _shutdown',
         f'  File "{LIB}/threading.py", line 1119 in join\n  File "<string>", line 7 in <module>',
     )
-    assert place_of(joined) == "w2 -> threading.py:wait"
-    assert place_of(at_exit) == place_of(joined)  # not NOWHERE, as it was
+    assert place_of(joined, source=on_disk) == "w2 -> threading.py:wait"
+    assert place_of(at_exit, source=on_disk) == place_of(
+        joined, source=on_disk
+    )  # not NOWHERE, as it was
 
 
 def test_a_programs_own_c_option_is_no_python_c_at_exit() -> None:
@@ -273,7 +282,7 @@ def test_a_programs_own_c_option_is_no_python_c_at_exit() -> None:
         '  File "/tmp/h/deadlock.py", line 5 in w2',
         '  File "<string>", line 3 in __init__\n  File "/tmp/h/deadlock.py", line 5 in w2',
     )
-    assert place_of(at_exit) == "w2 -> <string>:__init__ -> threading.py:wait"
+    assert place_of(at_exit, source=on_disk) == "w2 -> <string>:__init__ -> threading.py:wait"
 
 
 def _busy(*frames: str) -> str:
@@ -297,15 +306,15 @@ def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
     encoding = _busy(f"{LIB}/json/encoder.py:258:iterencode", dumps, "/tmp/h/j.py:9:main")
     decoding = _busy(f"{LIB}/json/decoder.py:353:raw_decode", "/tmp/h/j.py:10:main")
     # The main thread's function below its `<module>`, compared; where it was caught, said.
-    assert [place_of(s) for s in (in_b, in_a, in_loop)] == [
+    assert [place_of(s, source=on_disk) for s in (in_b, in_a, in_loop)] == [
         "loop (in <listcomp>)",
         "loop (in <genexpr>)",
         "loop",
     ]
-    assert moved([place_of(in_loop)], [place_of(in_b)]) == ()
-    assert place_of(encoding) == place_of(decoding) == "main"
-    assert moved([place_of(in_a)], [place_of(in_b)]) == ()
-    assert moved([place_of(decoding)], [place_of(encoding)]) == ()
+    assert moved([place_of(in_loop, source=on_disk)], [place_of(in_b, source=on_disk)]) == ()
+    assert place_of(encoding, source=on_disk) == place_of(decoding, source=on_disk) == "main"
+    assert moved([place_of(in_a, source=on_disk)], [place_of(in_b, source=on_disk)]) == ()
+    assert moved([place_of(decoding, source=on_disk)], [place_of(encoding, source=on_disk)]) == ()
     # One waiting in a blocking call of the library keeps where: an Event's wait in `stuck`.
     waiting = _busy(
         f"{LIB}/threading.py:327:wait",
@@ -313,8 +322,10 @@ def test_a_lone_busy_thread_is_one_place_wherever_each_dump_caught_it() -> None:
         "/tmp/h/busy.py:4:stuck",
         "/tmp/h/busy.py:9:<module>",
     )
-    assert place_of(waiting) == "stuck -> threading.py:wait -> threading.py:wait"
-    assert moved([place_of(waiting)], [place_of(in_b)]) == (place_of(waiting),)
+    assert place_of(waiting, source=on_disk) == "stuck -> threading.py:wait -> threading.py:wait"
+    assert moved([place_of(waiting, source=on_disk)], [place_of(in_b, source=on_disk)]) == (
+        place_of(waiting, source=on_disk),
+    )
 
 
 def test_the_search_looks_again_no_more_than_looks_times_where_later_hangs_are_unread() -> None:
@@ -424,11 +435,11 @@ def test_a_library_file_that_only_ends_like_a_blocking_one_is_no_wait() -> None:
             "/tmp/h/busy.py:4:stuck",
             "/tmp/h/busy.py:9:<module>",
         )
-        assert place_of(dump) == "stuck"
+        assert place_of(dump, source=on_disk) == "stuck"
     # The library's own still is one.
     stuck = ("/tmp/h/busy.py:4:stuck", "/tmp/h/busy.py:9:<module>")
     dump = _busy(f"{LIB}/threading.py:327:wait", *stuck)
-    assert place_of(dump).endswith("stuck -> threading.py:wait")
+    assert place_of(dump, source=on_disk).endswith("stuck -> threading.py:wait")
 
 
 def test_a_lone_main_threads_hangs_are_told_apart_by_its_function_below_module() -> None:
@@ -437,17 +448,21 @@ def test_a_lone_main_threads_hangs_are_told_apart_by_its_function_below_module()
     lock = _busy("/tmp/h/h.py:5:stuck", "/tmp/h/h.py:8:main", "/tmp/h/h.py:11:<module>")
     busy = _busy("/tmp/h/h.py:3:step", "/tmp/h/h.py:6:train", "/tmp/h/h.py:11:<module>")
     sleep = _busy("/tmp/h/h.py:2:<module>")
-    assert [place_of(s) for s in (lock, busy, sleep)] == [
+    assert [place_of(s, source=on_disk) for s in (lock, busy, sleep)] == [
         "main (in stuck)",
         "train (in step)",
         "<module>",
     ]
-    assert moved([place_of(busy)], [place_of(lock)]) == ("train (in step)",)
-    assert moved([place_of(sleep)], [place_of(lock)]) == ("<module>",)
+    assert moved([place_of(busy, source=on_disk)], [place_of(lock, source=on_disk)]) == (
+        "train (in step)",
+    )
+    assert moved([place_of(sleep, source=on_disk)], [place_of(lock, source=on_disk)]) == (
+        "<module>",
+    )
     # Caught in another function of main()'s: the same hang.
     other = lock.replace("5 in stuck", "6 in check")
-    assert moved([place_of(other)], [place_of(lock)]) == ()
-    assert places_said([place_of(lock)]) == "in main (in stuck)"
+    assert moved([place_of(other, source=on_disk)], [place_of(lock, source=on_disk)]) == ()
+    assert places_said([place_of(lock, source=on_disk)]) == "in main (in stuck)"
 
 
 def _main_in_stuck(path: str, line: int) -> str:
@@ -480,21 +495,23 @@ def test_a_busy_loop_and_a_deadlock_under_one_main_are_two_places(tmp_path: Path
         encoding="utf-8",
     )
     at = str(source)
-    acquire = place_of(_main_in_stuck(at, 4))
-    deadlock = place_of(_main_in_stuck(at, 5))
-    busy = place_of(_main_in_stuck(at, 8))
+    acquire = place_of(_main_in_stuck(at, 4), source=on_disk)
+    deadlock = place_of(_main_in_stuck(at, 5), source=on_disk)
+    busy = place_of(_main_in_stuck(at, 8), source=on_disk)
     assert deadlock == "main -> stuck -> with"
     assert acquire == "main -> stuck -> acquire()"
     assert busy == "main (in stuck)"
-    assert place_of(_main_in_stuck(at, 9)) == "main -> stuck -> sleep()"
+    assert place_of(_main_in_stuck(at, 9), source=on_disk) == "main -> stuck -> sleep()"
     # A `#` in a string is no comment; a call named in a comment is none (final read).
-    assert place_of(_main_in_stuck(at, 10)) == "main -> stuck -> sleep()"
-    assert place_of(_main_in_stuck(at, 11)) == "main (in stuck)"
+    assert place_of(_main_in_stuck(at, 10), source=on_disk) == "main -> stuck -> sleep()"
+    assert place_of(_main_in_stuck(at, 11), source=on_disk) == "main (in stuck)"
     assert moved([busy], [deadlock]) == (busy,)
     assert moved([deadlock], [busy]) == (deadlock,)
     # A line gone (the file changed or cannot be read) says nothing: as before.
-    assert place_of(_main_in_stuck(at, 99)) == "main (in stuck)"
-    assert place_of(_main_in_stuck(str(tmp_path / "gone.py"), 5)) == "main (in stuck)"
+    assert place_of(_main_in_stuck(at, 99), source=on_disk) == "main (in stuck)"
+    assert (
+        place_of(_main_in_stuck(str(tmp_path / "gone.py"), 5), source=on_disk) == "main (in stuck)"
+    )
 
 
 STUCK = (
@@ -518,15 +535,24 @@ def test_a_place_reads_the_line_a_docker_container_named() -> None:
         (workdir / "pkg").mkdir()
         (workdir / "pkg" / "h.py").write_text(STUCK, encoding="utf-8")
         source = source_at(workdir, docker=True)
-        assert place_of(_main_in_stuck("/work/pkg/h.py", 5), source) == "main -> stuck -> with"
-        assert place_of(_main_in_stuck("/work/pkg/h.py", 8), source) == "main (in stuck)"
-        assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 4), source).endswith("acquire()")
+        assert (
+            place_of(_main_in_stuck("/work/pkg/h.py", 5), source=source) == "main -> stuck -> with"
+        )
+        assert place_of(_main_in_stuck("/work/pkg/h.py", 8), source=source) == "main (in stuck)"
+        assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 4), source=source).endswith(
+            "acquire()"
+        )
         # A local attempt's /work/pkg/h.py is that host file (none here), not the
         # workdir's: read as the workdir's, another file's line made the place.
         local = source_at(workdir)
-        assert place_of(_main_in_stuck("/work/pkg/h.py", 5), local) == "main (in stuck)"
-        assert place_of(_main_in_stuck(f"{folder}/pkg/h.py", 5), local) == "main -> stuck -> with"
-    assert place_of(_main_in_stuck("/work/pkg/h.py", 5)) == "main (in stuck)"  # as named
+        assert place_of(_main_in_stuck("/work/pkg/h.py", 5), source=local) == "main (in stuck)"
+        assert (
+            place_of(_main_in_stuck(f"{folder}/pkg/h.py", 5), source=local)
+            == "main -> stuck -> with"
+        )
+    assert (
+        place_of(_main_in_stuck("/work/pkg/h.py", 5), source=on_disk) == "main (in stuck)"
+    )  # as named
 
 
 def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_path: Path) -> None:
@@ -541,17 +567,20 @@ def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_pat
     original.write_text(STUCK, encoding="utf-8")
     (live / "linked.py").symlink_to(original)
     dump = _main_in_stuck(str(live / "h.py"), 5)
-    assert place_of(dump, source_at(live, [("h.py", STUCK)])) == "main -> stuck -> with"
-    assert place_of(dump, source_at(live)) == "main (in stuck)"  # what the folder holds now
+    assert place_of(dump, source=source_at(live, [("h.py", STUCK)])) == "main -> stuck -> with"
+    assert place_of(dump, source=source_at(live)) == "main (in stuck)"  # what the folder holds now
     # Read again with the candidate's text unknown: the folder's own files are another's,
     # no difference; a link to the original's files is read.
-    assert place_of(dump, source_at(live, written=False)) == UNREAD
+    assert place_of(dump, source=source_at(live, written=False)) == UNREAD
     linked = _main_in_stuck(str(live / "linked.py"), 5)
-    assert place_of(linked, source_at(live, written=False)) == "main -> stuck -> with"
+    assert place_of(linked, source=source_at(live, written=False)) == "main -> stuck -> with"
     gone = tmp_path / "candidates" / "0123456789abcdef"
-    assert place_of(_main_in_stuck(str(gone / "h.py"), 5), source_at(gone)) == UNREAD
+    assert place_of(_main_in_stuck(str(gone / "h.py"), 5), source=source_at(gone)) == UNREAD
     # A file outside the workdir is read where the dump names it.
-    assert place_of(_main_in_stuck(str(original), 5), source_at(live)) == "main -> stuck -> with"
+    assert (
+        place_of(_main_in_stuck(str(original), 5), source=source_at(live))
+        == "main -> stuck -> with"
+    )
 
 
 POLLS = (
@@ -585,8 +614,8 @@ def test_the_threads_a_place_names_are_picked_by_the_attempts_text(tmp_path: Pat
         "Current thread 0x0 (most recent call first):\n"
         f'  File "{h}", line 10 in <module>\n'
     )
-    assert place_of(dump, source_at(live, [("h.py", POLLS)])) == "work -> with"
-    assert place_of(dump, source_at(live)) == "<module>"  # what the folder holds now
+    assert place_of(dump, source=source_at(live, [("h.py", POLLS)])) == "work -> with"
+    assert place_of(dump, source=source_at(live)) == "<module>"  # what the folder holds now
 
 
 def test_a_deadlocked_thread_that_waits_elsewhere_is_another_hang_beside_one_kept() -> None:

@@ -140,7 +140,10 @@ def test_an_earlier_versions_hang_places_are_read_once_from_its_stack_dumps(
     read, lost = again.take("f", 2), again.take("g", 2)
     assert read is not None
     assert lost is not None
-    assert (read.places, read.places_from) == ((place_of(DEADLOCK), ""), PLACES_FROM)
+    assert (read.places, read.places_from) == (
+        (place_of(DEADLOCK, source=on_disk), ""),
+        PLACES_FROM,
+    )
     assert (lost.places, lost.places_from) == ((), PLACES_FROM)
     # A probe that matched without hanging is stored without a place per attempt.
     line = replace(hung, places=("", ""), places_from=PLACES_FROM).to_dict()
@@ -167,11 +170,13 @@ def test_a_stored_probes_hang_is_read_again_from_its_own_candidates_text(tmp_pat
     kept = stored_source(folder, workdir, live=False, workload=False)
     live = stored_source(folder, workdir, live=True, workload=False)
     in_own, in_live = (_main_in_stuck(str(f / "h.py"), 5) for f in (own, folder / "live"))
-    assert place_of(in_own, kept(probe)) == "main -> stuck -> with"
-    assert place_of(in_live, live(probe)) == ""  # the last candidate's text, not its own
+    assert place_of(in_own, source=kept(probe)) == "main -> stuck -> with"
+    assert place_of(in_live, source=live(probe)) == ""  # the last candidate's text, not its own
     gone = replace(probe, key="failing:fedcba9876543210")
     assert (
-        place_of(_main_in_stuck(str(own.with_name("fedcba9876543210") / "h.py"), 5), kept(gone))
+        place_of(
+            _main_in_stuck(str(own.with_name("fedcba9876543210") / "h.py"), 5), source=kept(gone)
+        )
         == ""
     )
 

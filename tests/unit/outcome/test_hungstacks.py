@@ -12,7 +12,7 @@ from reprospec.core.logtext import unescaped_name
 from reprospec.core.results import Execution, Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
-from reprospec.outcome.hangsource import source_at, unread
+from reprospec.outcome.hangsource import on_disk, source_at, unread
 from reprospec.outcome.hungstacks import (
     WORKER_LABEL,
     Frame,
@@ -50,7 +50,7 @@ Thread 77 (idle): "MainThread"
 
 
 def test_the_workers_are_told_from_their_parent_by_their_stacks() -> None:
-    processes = hung_processes(DUMP)
+    processes = hung_processes(DUMP, source=on_disk)
     assert [(p.pid, p.worker, p.fetching) for p in processes] == [
         (6053, False, False),
         (6257, True, False),  # idle: waiting for an index, torch's fetch not on its stack
@@ -61,7 +61,7 @@ def test_the_workers_are_told_from_their_parent_by_their_stacks() -> None:
 
 
 def test_the_hang_sits_in_the_worker_fetching_an_item() -> None:
-    stuck = where_stuck(DUMP)
+    stuck = where_stuck(DUMP, source=on_disk)
     assert stuck == stuck_worker(DUMP)
     assert stuck is not None
     assert stuck.describe() == (
@@ -73,10 +73,10 @@ def test_the_hang_sits_in_the_worker_fetching_an_item() -> None:
 def test_without_a_stuck_worker_the_hang_sits_in_the_first_process_in_user_code() -> None:
     main_only = DUMP.split("--- pid 6257", 1)[0]
     assert stuck_worker(main_only) is None
-    stuck = where_stuck(main_only)
+    stuck = where_stuck(main_only, source=on_disk)
     assert stuck is not None
     assert stuck.describe() == "pid 6053 was in /work/proj/train.py:22 in <module>"
-    assert where_stuck("") is None
+    assert where_stuck("", source=on_disk) is None
 
 
 def test_py_spy_dumps_are_read_too() -> None:
@@ -97,7 +97,7 @@ def test_a_free_threaded_or_pypy_standard_library_is_no_user_code(stdlib: str) -
         f"    wait ({stdlib}/threading.py:320)\n"
         "    main (/work/proj/train.py:9)\n"
     )
-    assert hung_frame(dump) == Frame("/work/proj/train.py", 9, "main")
+    assert hung_frame(dump, source=on_disk) == Frame("/work/proj/train.py", 9, "main")
 
 
 def test_only_the_workers_headers_are_labelled() -> None:
@@ -270,16 +270,18 @@ def test_a_hang_sits_in_the_child_the_main_process_only_waits_for() -> None:
         (CHILD, 26185, Frame("/work/proj/childhang.py", 7, "child")),
         (SUBPROCESS, 27099, Frame("/work/proj/subhang.py", 5, "<module>")),
     ):
-        stuck = stuck_child(dump)
+        stuck = stuck_child(dump, source=on_disk)
         assert stuck is not None
         assert (stuck.pid, stuck.frame) == (pid, frame)
-        assert where_stuck(dump) == stuck
+        assert where_stuck(dump, source=on_disk) == stuck
     # The main process's innermost frame of the user's code is its join, not the
     # sitecustomize's wrapper of multiprocessing's poll (`sitecustomize.py:450 in watched`).
-    assert hung_processes(CHILD)[0].frame == Frame("/work/proj/childhang.py", 12, "<module>")
+    assert hung_processes(CHILD, source=on_disk)[0].frame == Frame(
+        "/work/proj/childhang.py", 12, "<module>"
+    )
     # A main process stuck in its own code waits for no child: the hang is its own.
-    assert stuck_child(DUMP.split("--- pid 6257", 1)[0]) is None
-    assert stuck_child(THREADS) is None
+    assert stuck_child(DUMP.split("--- pid 6257", 1)[0], source=on_disk) is None
+    assert stuck_child(THREADS, source=on_disk) is None
 
 
 # Real dumps (`where: main` before): a `python -c` child blocked on an event
@@ -290,17 +292,17 @@ PROGRAM = (DATA / "stacks" / "program-child-hang.stack.txt").read_text()
 
 
 def test_a_hang_sits_in_a_python_c_child_or_a_child_that_runs_no_python() -> None:
-    stuck = stuck_child(STRING)
+    stuck = stuck_child(STRING, source=on_disk)
     assert stuck is not None
     assert (stuck.pid, stuck.frame) == (18791, Frame("<string>", 2, "<module>"))
     assert stuck.describe() == "pid 18791 was in <string>:2 in <module>"
-    stuck = stuck_child(PROGRAM)
+    stuck = stuck_child(PROGRAM, source=on_disk)
     assert stuck is not None
     assert (stuck.pid, stuck.python, stuck.frame) == (18793, False, None)
     assert stuck.describe() == "pid 18793 (sleep 600, not a Python program)"
-    assert where_stuck(PROGRAM) == stuck
+    assert where_stuck(PROGRAM, source=on_disk) == stuck
     # The main process is still the first Python one, and what it waits in is its own frame.
-    (main, _) = hung_processes(PROGRAM)
+    (main, _) = hung_processes(PROGRAM, source=on_disk)
     assert (main.waits_for_a_child, main.frame) == (
         True,
         Frame("/work/proj/child_hang.py", 65, "main"),
@@ -312,7 +314,7 @@ def test_a_hang_sits_in_a_python_c_child_or_a_child_that_runs_no_python() -> Non
         '  File "<string>", line 3 in __init__\n'
         '  File "/work/proj/t.py", line 9 in <module>\n'
     )
-    (process,) = hung_processes(generated)
+    (process,) = hung_processes(generated, source=on_disk)
     assert process.frame == Frame("/work/proj/t.py", 9, "<module>")
 
 
@@ -320,19 +322,19 @@ def test_a_hang_sits_in_the_first_joined_thread_and_never_in_the_harness() -> No
     # The frame a hang's outcome keeps (`hung_in`): a deadlock between threads sits
     # in them, not in the main thread's join; a worker's in its __getitem__; an injected
     # hang of the harness has no place of the user's (its phase and step say where).
-    assert hung_frame(THREADS) == Frame("/work/proj/threads.py", 13, "two")
-    assert hung_frame(DUMP) == Frame("/work/proj/train.py", 19, "__getitem__")
+    assert hung_frame(THREADS, source=on_disk) == Frame("/work/proj/threads.py", 13, "two")
+    assert hung_frame(DUMP, source=on_disk) == Frame("/work/proj/train.py", 19, "__getitem__")
     harness = (
         "--- pid 5 (python -m reprospec_harness) ---\n"
         "Current thread 0x1 (most recent call first):\n"
         '  File "/opt/r/harness/reprospec_harness/faults.py", line 40 in hang\n'
     )
-    assert hung_frame(harness) is None
-    assert hung_frame(None) is None
+    assert hung_frame(harness, source=on_disk) is None
+    assert hung_frame(None, source=on_disk) is None
 
 
 def test_a_thread_deadlock_names_the_threads_the_main_thread_joins() -> None:
-    stuck = where_stuck(THREADS)
+    stuck = where_stuck(THREADS, source=on_disk)
     assert stuck is not None
     assert stuck.joined == (
         Frame("/work/proj/threads.py", 13, "two"),
@@ -386,7 +388,7 @@ def test_a_header_of_a_python_c_program_is_one_line_every_runner_alike() -> None
     assert stack.splitlines()[0] == (
         "--- pid 41 (python -c 'import time\\nwhile True:\\n    time.sleep(1)') [in container] ---"
     )
-    assert [p.pid for p in hung_processes(stack)] == [41, 42]
+    assert [p.pid for p in hung_processes(stack, source=on_disk)] == [41, 42]
 
 
 # A real torchrun hang (trimmed): rank 1 sleeps at tr.py:12 while rank 0 waits for it in
@@ -417,10 +419,10 @@ Thread 0x00007f13f728cb80 (most recent call first):
 def test_a_launchers_hang_sits_in_the_rank_its_peers_wait_for_in_a_collective() -> None:
     # The first rank was named (`pid 5209 was in tr.py:13`): its all_reduce, which only
     # waits for rank 1, asleep at tr.py:12.
-    stuck = stuck_child(TORCHRUN)
+    stuck = stuck_child(TORCHRUN, source=on_disk)
     assert stuck is not None
     assert (stuck.pid, stuck.frame) == (5210, Frame("/work/proj/tr.py", 12, "<module>"))
-    assert where_stuck(TORCHRUN) == stuck
+    assert where_stuck(TORCHRUN, source=on_disk) == stuck
     # Ranks that all wait in collectives (one left one out): the first, as before.
     both = TORCHRUN.replace(
         '  File "/work/proj/tr.py", line 12 in <module>\n',
@@ -428,7 +430,7 @@ def test_a_launchers_hang_sits_in_the_rank_its_peers_wait_for_in_a_collective() 
         "line 4900 in barrier\n"
         '  File "/work/proj/tr.py", line 12 in <module>\n',
     )
-    stuck = stuck_child(both)
+    stuck = stuck_child(both, source=on_disk)
     assert stuck is not None
     assert stuck.pid == 5209
 
@@ -442,7 +444,7 @@ def test_a_dumps_escapes_of_a_name_read_as_the_report_shows_text() -> None:
         '  File "/w/caf\\xe9/w\\udc80x.py", line 2 in f\\u00e9\n'
         '  File "/w/main.py", line 3 in <module>\n'
     )
-    frame = hung_frame(stack)
+    frame = hung_frame(stack, source=on_disk)
     assert frame == Frame("/w/café/w\ufffdx.py", 2, "fé")
     assert frame.short() == "fé (w\ufffdx.py:2)"
     assert readable_frames(stack).split("\n")[2] == '  File "/w/café/w\ufffdx.py", line 2 in fé'
@@ -469,8 +471,8 @@ Current thread 0x00007effa3296b80 (most recent call first):
 def test_a_main_thread_waiting_at_exit_for_a_thread_it_never_joined() -> None:
     """The main thread returned and waits in threading's `_shutdown` for a non-daemon
     thread: the hang sits in that thread, as where it joins it (`hung_in` was None)."""
-    assert hung_frame(_AT_EXIT) == Frame("/work/t.py", 6, "stuck")
-    found = where_stuck(_AT_EXIT)
+    assert hung_frame(_AT_EXIT, source=on_disk) == Frame("/work/t.py", 6, "stuck")
+    found = where_stuck(_AT_EXIT, source=on_disk)
     assert found is not None
     assert found.at_exit
     assert found.describe() == (
@@ -490,9 +492,12 @@ def test_the_report_reads_a_wait_at_exit_as_the_classifier_did() -> None:
         '  File "/usr/lib/python3.11/threading.py", line 1002 in _bootstrap\n\n'
         "Current thread",
     )
-    first = hung_frame(harness)
+    first = hung_frame(harness, source=on_disk)
     assert first == Frame("/work/t.py", 6, "stuck")
-    classified, reported = where_stuck(harness), where_stuck(harness, source=unread, first=first)
+    classified, reported = (
+        where_stuck(harness, source=on_disk),
+        where_stuck(harness, source=unread, first=first),
+    )
     assert classified is not None
     assert reported is not None
     assert (reported.joined, reported.at_exit, reported.polled) == ((first,), True, False)
@@ -506,11 +511,11 @@ def test_a_process_away_from_the_tree_waiting_at_exit_holds_no_hang() -> None:
     from reprospec.outcome.hungstacks import hung_processes
 
     away = _AT_EXIT.replace(" ---\n", f" {LEFT_THE_TREE} ---\n", 1)
-    (process,) = hung_processes(away)
+    (process,) = hung_processes(away, source=on_disk)
     assert (process.frame, process.joined, process.at_exit) == (None, (), False)
     assert process.describe() == "pid 4200"
-    assert hung_frame(away) is None
-    assert where_stuck(away) is None
+    assert hung_frame(away, source=on_disk) is None
+    assert where_stuck(away, source=on_disk) is None
 
 
 # A main thread joining `w`, which waits on a lock held forever, beside a daemon `heartbeat`
@@ -563,8 +568,8 @@ def test_a_join_names_the_thread_on_a_lock_not_the_heartbeat_that_sleeps(
     job = tmp_path / "job.py"
     job.write_text(_JOB.format(line=line))
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=job)
-    assert hung_frame(stack) == Frame(str(job), 9, "work")
-    stuck = where_stuck(stack)
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 9, "work")
+    stuck = where_stuck(stack, source=on_disk)
     assert stuck is not None
     assert [f.function for f in stuck.joined] == ["work", "beat"]
 
@@ -583,7 +588,7 @@ def test_a_join_names_the_thread_on_a_lock_not_a_busy_one_that_calls_join(
         "def work():\n    pass\n    pass\n    with lock:\n"
     )
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=job).replace("line 6 in beat", "line 5 in beat")
-    assert hung_frame(stack) == Frame(str(job), 9, "work")
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 9, "work")
 
 
 def _docker_hang(
@@ -661,7 +666,7 @@ def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
 def test_a_join_keeps_the_dumps_order_where_no_line_can_be_read(tmp_path: Path) -> None:
     """Where the file is not here to read (a container's path), the dump's order stands."""
     stack = _JOIN_BESIDE_A_HEARTBEAT.format(path=tmp_path / "gone.py")
-    frame = hung_frame(stack)
+    frame = hung_frame(stack, source=on_disk)
     assert frame is not None
     assert frame.function == "beat"
 
@@ -697,7 +702,7 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
         f'  File "{lib}", line 1119 in join\n'
         f'  File "{job}", line 12 in <module>\n'
     )
-    assert hung_frame(stack) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 8, "work")
     # A threading.py that says every wait had a timeout, read under docker: the image's
     # file, none of this host's (source_at), whatever a host's file at that path says.
     lib.parent.mkdir(parents=True)
@@ -706,7 +711,9 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
     (tmp_path / "work" / "job.py").write_text(job.read_text())
     moved = stack.replace(str(job), str(tmp_path / "work" / "job.py"))
     container = source_at(tmp_path / "work", docker=True)
-    assert hung_frame(moved, container) == Frame(str(tmp_path / "work" / "job.py"), 8, "work")
+    assert hung_frame(moved, source=container) == Frame(
+        str(tmp_path / "work" / "job.py"), 8, "work"
+    )
 
 
 # threading's Condition.wait, its line given a timeout and not (3.11's).
@@ -760,9 +767,9 @@ def test_a_heartbeats_timeout_not_on_its_line_is_read_from_threadings(
         f'  File "{lib}", line 1119 in join\n'
         f'  File "{job}", line 12 in <module>\n'
     )
-    assert hung_frame(stack) == Frame(str(job), 8, "work")
-    assert hung_frame(stack, source_at(work)) == Frame(str(job), 8, "work")
-    assert hung_frame(stack, source_at(work, docker=True)) == Frame(str(job), 4, "beat")
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source=source_at(work)) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source=source_at(work, docker=True)) == Frame(str(job), 4, "beat")
 
 
 @pytest.mark.parametrize(
@@ -801,7 +808,7 @@ def test_a_timeout_is_read_from_the_wait_call_not_another_call_on_its_line(
         f'  File "{lib}", line 1119 in join\n'
         f'  File "{job}", line 12 in <module>\n'
     )
-    assert hung_frame(stack) == Frame(str(job), 5, "stuck")
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 5, "stuck")
 
 
 @pytest.mark.parametrize(
@@ -853,7 +860,7 @@ def test_a_join_names_a_consumer_polling_with_a_timeout_not_the_heartbeat(
         f'  File "{lib}/threading.py", line 1119 in join\n'
         f'  File "{job}", line 12 in <module>\n'
     )
-    assert hung_frame(stack) == Frame(str(job), 8, "work")
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 8, "work")
 
 
 # An interpreter's library no host has: threading.py's own line is read where the user's
@@ -981,10 +988,10 @@ def test_a_main_thread_that_polls_a_blocked_thread_names_it(
         f'  File "{job}", line {line} in {function}\n'
         + (f'  File "{job}", line {len(lines) + 1} in <module>\n' if function == "main" else "")
     )
-    frame = hung_frame(stack)
+    frame = hung_frame(stack, source=on_disk)
     assert frame is not None
     assert frame.function == named
-    stuck = where_stuck(stack)
+    stuck = where_stuck(stack, source=on_disk)
     assert stuck is not None
     assert stuck.polled == (named == "work")
     if named == "work":

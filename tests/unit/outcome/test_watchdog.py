@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.core.results import Outcome, PythonFrame
+from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.watchdog import (
     hung_frame,
     pytest_timeout_dump,
@@ -31,7 +32,7 @@ def test_a_dump_that_ends_stderr_is_the_watchdogs_end_and_says_where_it_sat() ->
     assert found is not None
     assert found.header == "Timeout (0:00:00.500000)!"
     # The main thread joins the worker thread: the hang sits in the worker's frame.
-    assert hung_frame(found) == PythonFrame("/work/job.py", 4, "worker")
+    assert hung_frame(found, source=on_disk) == PythonFrame("/work/job.py", 4, "worker")
 
 
 def test_a_dump_the_program_went_on_after_is_no_watchdogs_end() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.hungstacks import hung_processes
 from reprospec.process.stacks import (
     keep_program_raised,
@@ -36,7 +37,7 @@ def test_the_sitecustomizes_own_frames_are_left_out_and_every_other_line_kept() 
     assert cleaned.split("\n") == kept
     assert len(kept) == len(CHILD.split("\n")) - 2
     # The frames read from it are the same: the wrappers were never the user's code.
-    assert hung_processes(cleaned) == hung_processes(CHILD)
+    assert hung_processes(cleaned, source=on_disk) == hung_processes(CHILD, source=on_disk)
     spied = without_our_frames(PY_SPY)
     assert "watched" not in spied
     assert "<module> (/work/proj/childhang.py:12)" in spied
@@ -74,10 +75,10 @@ def test_the_fork_servers_frames_under_the_programs_are_left_out() -> None:
     kept = [line for line in PRELOADED.split("\n") if "reprospec_forkserver.py" not in line]
     assert cleaned.split("\n") == kept
     assert cleaned.rstrip().endswith('File "/work/proj/deadlock.py", line 13 in <module>')
-    (hung,) = hung_processes(cleaned)
+    (hung,) = hung_processes(cleaned, source=on_disk)
     assert hung.describe().endswith("joining them in /work/proj/deadlock.py:13 in <module>")
     # Read raw, the server's frames are no user code either: the same process.
-    assert hung_processes(PRELOADED) == hung_processes(cleaned)
+    assert hung_processes(PRELOADED, source=on_disk) == hung_processes(cleaned, source=on_disk)
 
 
 def test_a_process_stopped_in_the_fork_servers_own_code_still_shows_where() -> None:
@@ -158,8 +159,8 @@ def test_a_daemon_that_left_the_tree_is_tagged_so_no_hang_sits_in_it() -> None:
         "Current thread 0x00007f (most recent call first):\n"
         '  File "/w/daemon.py", line 6 in <module>\n'
     )
-    assert hung_frame(stack) is None
-    frame = hung_frame(stack.replace(f" {LEFT_THE_TREE}", ""))
+    assert hung_frame(stack, source=on_disk) is None
+    frame = hung_frame(stack.replace(f" {LEFT_THE_TREE}", ""), source=on_disk)
     assert frame is not None
     assert (frame.path, frame.line) == ("/w/daemon.py", 6)
 
