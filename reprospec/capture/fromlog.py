@@ -249,13 +249,20 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append(senders_paths_item(ticket.sender_paths))
     todo.append("environment.workdir: where the command runs, relative to this spec")
     todo.append(
-        "files: the program's data and the modules it imports (the log cannot carry them): "
-        "put them in the workdir, and list here those its command does not name"
+        # A native program (`./crash`) is itself a file the log cannot carry, and imports
+        # no modules.
+        "files: the program and its data (the log cannot carry them, nor the program's "
+        "build): put them in the workdir, and list here those its command does not name"
+        if ticket.native
+        else "files: the program's data and the modules it imports (the log cannot carry "
+        "them): put them in the workdir, and list here those its command does not name"
     )
     machine = ticket.machine
-    if machine.python is None:
+    # A native program with no Python in its log needs neither: a spec that names no
+    # `python` runs its command as written (docs/spec-format.md, `environment`).
+    if machine.python is None and not ticket.native:
         todo.append("environment.python: the Python version (the log does not say it)")
-    if not machine.requirements:
+    if not machine.requirements and not ticket.native:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
     if machine.not_pinned:
         # A program that imports one fails in every rerun: ask for it, or carry it.

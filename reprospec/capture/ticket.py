@@ -32,7 +32,7 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.core.pythonargs import is_python, python_program
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
-from reprospec.core.shellline import SHELLS
+from reprospec.core.shellline import SHELLS, shebang
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -563,6 +563,10 @@ class Ticket:
     # token, a provider's `ghp_...`), whatever names them: in an exception's message they
     # went into the spec's description and expected message, for anyone to read.
     credentials: tuple[str, ...] = ()
+    # Whether the command runs a native program and the log shows no Python anywhere
+    # (`gdb --args ./crash`, a C program's stack): its spec names no Python version and no
+    # packages, which the skeleton asked for as TODOs that made no sense for it.
+    native: bool = False
 
 
 def _cut_traceback(clean: str) -> tuple[str, ...]:
@@ -1024,6 +1028,14 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     oom = next((m for pattern in _OOM_KILLED if (m := pattern.search(clean))), None)
     if oom is not None:
         evidence.append(f"the kernel's OOM killer killed a process: {oom.group(0)}")
+    # The debugger's frames from its crash's stop: a breakpoint's stop before it
+    # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
+    # and a backtrace of its own, which were read.
+    native_frames = _native_frames(
+        clean[slice(*_gdb_frames_at(clean, gdb))]
+        if gdb
+        else clean[_lldb_frames_at(clean, lldb[2]) if lldb is not None else 0 :]
+    )
     return Ticket(
         failure=Failure(
             outcome=outcome,
@@ -1039,14 +1051,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         machine=machine,
         command=command,
         presets=presets,
-        # The debugger's frames from its crash's stop: a breakpoint's stop before it
-        # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
-        # and a backtrace of its own, which were read.
-        native_frames=_native_frames(
-            clean[slice(*_gdb_frames_at(clean, gdb))]
-            if gdb
-            else clean[_lldb_frames_at(clean, lldb[2]) if lldb is not None else 0 :]
-        ),
+        native_frames=native_frames,
         python_frames=tuple(frames),
         cuda_error=cuda.group(0).strip() if cuda else None,
         test=test,
@@ -1067,8 +1072,44 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
         cut_traceback=cut,
         sender_paths=sender_paths,
+        native=(
+            command is not None
+            and _runs_native(command, workdir)
+            and not (chain or frames or threads or cut or test or fatal)
+            and machine.python is None
+            and not machine.requirements
+            and machine.torch is None
+            and _TORCH.search(clean) is None
+            and not any(_PYTHON_NATIVE_FRAME.search(frame) for frame in native_frames)
+        ),
         credentials=tuple(dict.fromkeys(full_log[a:b] for a, b, _ in credential_spans(full_log))),
     )
+
+
+# A native frame of CPython's own (`_PyEval_EvalFrameDefault`, `PyObject_Call`,
+# `Py_BytesMain`, a `libpython3.11.so` or lldb's `python3.11` module): a native
+# stack of a Python program, which runs Python after all.
+_PYTHON_NATIVE_FRAME = re.compile(r"(?:^|[^A-Za-z])_?Py[A-Z_][A-Za-z]|libpython|python3")
+
+
+def _runs_native(command: str, workdir: Path | None) -> bool:
+    """Whether `command` runs a program that is no Python and runs none by its name: not
+    Python, a `.py` script, a launcher or a shell, srun or mpirun (`_PROGRAMS`, which run
+    anything), a shell script (`run.sh`), or a program here whose `#!` names Python (a
+    `./train` script of the sender's own)."""
+    words = _words(split_at_operator(command)[0])
+    at = _program_at(words)
+    if at is None:
+        return False
+    word = words[at]
+    name = _program(words)
+    if name in _PROGRAMS or name in SHELLS or re.search(r"(?i)\.(?:pyw?|sh)$", word):
+        return False
+    if workdir is not None and "/" in word:
+        line = shebang(workdir / word, 512)
+        if line and (is_python(line[0]) or is_python(line[-1])):
+            return False
+    return True
 
 
 def _ranks_own(text: str, rank: int) -> str:

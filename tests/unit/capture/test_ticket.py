@@ -4305,3 +4305,32 @@ def test_the_skeleton_s_header_writes_its_from_log_command_as_typed() -> None:
     long = "/home/alice/tickets/2026-12/issue-4242-dataloader-segfault-on-the-cluster.md"
     text = render_spec(skeleton(read, long))
     assert f"#   reprospec capture --from-log {long}\n" in text
+
+
+def test_a_native_programs_skeleton_asks_for_no_python_or_packages(tmp_path: Path) -> None:
+    # A gdb session of `./crash`, a C program: its skeleton asked for `environment.python`
+    # and `environment.packages`, which a spec of a program that is no Python leaves out.
+    native = read_ticket(ticket("gdb-breakpoint-then-crash.md"), tmp_path)
+    assert native.native
+    todo = skeleton(native, "t.md").todo
+    assert not [
+        item for item in todo if item.startswith(("environment.python", "environment.packages"))
+    ]
+    assert any(item.startswith("files: the program and its data") for item in todo)
+    # A Python program under gdb (`gdb --args python bench_ops.py`) is asked its modules.
+    python = read_ticket(ticket("gdb-backtrace.txt"), tmp_path)
+    assert not python.native
+    assert any(i.startswith("files: the program's data and") for i in skeleton(python, "t.md").todo)
+    # A program by path that runs Python: its native stack shows CPython's frames, its `#!`
+    # names Python, or it is a shell script, which runs anything.
+    crash = ticket("gdb-breakpoint-then-crash.md")
+    pyeval = crash.replace("#2  0x0000555555555164 in main", "#2  0x1 in _PyEval_EvalFrameDefault")
+    assert not read_ticket(pyeval, tmp_path).native
+    (tmp_path / "crash").write_text("#!/usr/bin/env python3\nimport ctypes\n")
+    assert not read_ticket(crash, tmp_path).native
+    assert not read_ticket(crash.replace("./crash --count 4", "./crash.sh --count 4")).native
+    # A Python traceback anywhere in the log is Python's too.
+    traceback = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: x\n'
+    )
+    assert not read_ticket(f"$ ./crash\n{traceback}").native
