@@ -358,6 +358,14 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             f"  reprospec capture --from-log {'-' if source == 'stdin' else shell_line([source])}",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
+            *(
+                (
+                    f"The command is a guess from pytest's report of {ticket.test} (the log"
+                    " shows no command line): check it against how the tests were run.",
+                )
+                if ticket.command_guessed
+                else ()
+            ),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),
             *(
                 (_ci_note(ticket),)

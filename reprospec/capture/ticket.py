@@ -567,6 +567,9 @@ class Ticket:
     # (`gdb --args ./crash`, a C program's stack): its spec names no Python version and no
     # packages, which the skeleton asked for as TODOs that made no sense for it.
     native: bool = False
+    # Whether `command` is a guess (`python -m pytest TEST` from pytest's report of its
+    # failing test, the log showing no command line): the skeleton says so.
+    command_guessed: bool = False
 
 
 def _cut_traceback(clean: str) -> tuple[str, ...]:
@@ -935,6 +938,14 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     command = _without_status_echo(
         (_command(text[step_start:]) if step_start else None) or _command(text)
     )
+    guessed = False
+    if command is None and test is not None and ".py::" in test:
+        # pytest's report names its failing test, the log no command line (a CI page's
+        # summary, a paste of the report alone): the test run by the run's interpreter
+        # (`python -m pytest` always runs the cell's, a `pytest` may be another
+        # environment's), a guess said as one. TODO-the-command-that-failed stood in,
+        # which fails as `command not found` though the test was known.
+        command, guessed = f"python -m pytest {shlex.quote(test)}", True
     raw_command = command
     machine = parse_machine(full_log)
     sender_paths: tuple[str, ...] = ()
@@ -952,7 +963,12 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             evidence += [
                 programs_name(path, name, own=_own_program(path, name)) for path, name in by_name
             ]
-        evidence.append(f"the command: {command}")
+        evidence.append(
+            f"the command: {command} (a guess: the log shows pytest's report of the test, "
+            "not the command that ran it)"
+            if guessed
+            else f"the command: {command}"
+        )
         if any(
             (core := _GDB_START.match(line.strip())) is not None
             and core["core"] is not None
@@ -1072,6 +1088,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         shows_torch=machine.torch is not None or _TORCH.search(clean) is not None,
         cut_traceback=cut,
         sender_paths=sender_paths,
+        command_guessed=guessed,
         native=(
             command is not None
             and _runs_native(command, workdir)

@@ -4334,3 +4334,34 @@ def test_a_native_programs_skeleton_asks_for_no_python_or_packages(tmp_path: Pat
         'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: x\n'
     )
     assert not read_ticket(f"$ ./crash\n{traceback}").native
+
+
+def test_a_pytest_report_without_its_command_line_runs_its_failing_test() -> None:
+    # pytest's header and its short summary, no command line: the test id was known, and
+    # the skeleton's command was `TODO-the-command-that-failed`.
+    log = (
+        "============================= test session starts ==============================\n"
+        "platform linux -- Python 3.11.7, pytest-8.1.1, pluggy-1.4.0\n"
+        "rootdir: /home/alice/proj\nplugins: anyio-4.3.0\ncollected 12 items\n\n"
+        "tests/test_x.py ...F........                                             [100%]\n\n"
+        "=================================== FAILURES ===================================\n"
+        "___________________________________ test_y ____________________________________\n\n"
+        "    def test_y():\n>       assert parse('a') == 2\n"
+        "E       AssertionError: assert 1 == 2\n\n"
+        "tests/test_x.py:7: AssertionError\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_x.py::test_y[a-1] - AssertionError: assert 1 == 2\n"
+        "========================= 1 failed, 11 passed in 0.12s =========================\n"
+    )
+    read = read_ticket(log)
+    assert read.command == "python -m pytest 'tests/test_x.py::test_y[a-1]'"
+    assert read.command_guessed
+    assert any("a guess" in line for line in read.evidence)
+    draft = skeleton(read, "log.txt")
+    assert not [item for item in draft.todo if item.startswith(("command", "expect.phase"))]
+    assert any("guess" in line for line in draft.header)
+    spec = yaml.safe_load(render_spec(draft))
+    assert spec["command"] == "python -m pytest 'tests/test_x.py::test_y[a-1]' -v"
+    # A command line the log shows is the command, no guess.
+    shown = read_ticket(f"$ pytest -x tests/test_x.py\n{log}")
+    assert (shown.command, shown.command_guessed) == ("pytest -x tests/test_x.py", False)
