@@ -302,19 +302,32 @@ BLOCKING_CALLS = frozenset(
 )
 
 
+# Whom a `BLOCKING` call waits for: another thread of the process (a lock, a join, a
+# queue's or a future's wait), or anything else (a child, a socket's peer, a file).
+THREAD = "thread"
+OTHER = "other"
+
 # The library's calls that block a thread until another thread or process acts, by their
-# file's last parts and function (the innermost library frame of a waiting thread): a thread in
-# one of them waits there at every dump, where one in any other library frame (json's
-# encoder, re's compile) is only passing through it.
+# file's last parts and function (the innermost library frame of a waiting thread), and whom
+# each waits for: a thread in one of them waits there at every dump, where one in any other
+# library frame (json's encoder, re's compile, threading's `enumerate` in a busy loop) is
+# only passing through it. The one table of them: minimize compares two hangs by it
+# (`blocks`), the classifier ranks a join's threads by it (`waits_for_a_thread`); a second
+# table of the thread waits' files alone, beside it, ranked a busy thread caught in
+# threading's `enumerate` as one blocked for good, and titled the hang by it (review).
 BLOCKING = (
-    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock")),
-    ("queue.py", ("get", "put", "join")),
-    ("selectors.py", ("select",)),
-    ("subprocess.py", ("_try_wait", "wait", "_wait", "communicate", "_communicate")),
-    ("multiprocessing/connection.py", ("_recv", "recv", "_recv_bytes", "poll", "wait", "accept")),
-    ("multiprocessing/synchronize.py", ("acquire", "wait", "__enter__")),
-    ("concurrent/futures/_base.py", ("result", "wait", "as_completed")),
-    ("socket.py", ("accept", "readinto")),
+    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock"), THREAD),
+    ("queue.py", ("get", "put", "join"), THREAD),
+    ("concurrent/futures/_base.py", ("result", "wait", "as_completed"), THREAD),
+    ("selectors.py", ("select",), OTHER),
+    ("subprocess.py", ("_try_wait", "wait", "_wait", "communicate", "_communicate"), OTHER),
+    (
+        "multiprocessing/connection.py",
+        ("_recv", "recv", "_recv_bytes", "poll", "wait", "accept"),
+        OTHER,
+    ),
+    ("multiprocessing/synchronize.py", ("acquire", "wait", "__enter__"), OTHER),
+    ("socket.py", ("accept", "readinto"), OTHER),
 )
 
 
@@ -329,12 +342,32 @@ def in_file(frame: Frame, path: str) -> bool:
 def blocks(frame: Frame) -> bool:
     """Whether a library frame is one of `BLOCKING`'s calls (`in_file`: `mythreading.py`'s
     `wait` is none)."""
-    return any(in_file(frame, path) and frame.function in names for path, names in BLOCKING)
+    return _waits_for(frame) is not None
+
+
+def waits_for_a_thread(frame: Frame) -> bool:
+    """Whether a library frame is one of `BLOCKING`'s calls that wait for another thread
+    (a lock's, a join's, a queue's or a future's wait)."""
+    return _waits_for(frame) == THREAD
+
+
+def _waits_for(frame: Frame) -> str | None:
+    """Whom the `BLOCKING` call a library frame is in waits for; None where it is none."""
+    return next(
+        (
+            whom
+            for path, names, whom in BLOCKING
+            if in_file(frame, path) and frame.function in names
+        ),
+        None,
+    )
 
 
 __all__ = [
     "BLOCKING",
     "BLOCKING_CALLS",
+    "OTHER",
+    "THREAD",
     "WITH",
     "Source",
     "blocking_line",
@@ -347,4 +380,5 @@ __all__ = [
     "remembered",
     "source_at",
     "unread",
+    "waits_for_a_thread",
 ]

@@ -48,6 +48,7 @@ from reprospec.outcome.hangsource import (
     in_file,
     loop_at,
     unread,
+    waits_for_a_thread,
 )
 
 # `Frame`: one frame as the dump names it, the type an outcome keeps of a hang
@@ -540,7 +541,7 @@ def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     a sleeper."""
     frame, waiting, _ = thread
     if waiting:
-        if not any(in_file(waiting[0], path) for path in _THREAD_WAITS):
+        if not waits_for_a_thread(waiting[0]):
             return 1
         if not _timed(frame, waiting, source):
             return 0
@@ -553,9 +554,6 @@ def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     return 2 if blocked == _SLEEP else 1
 
 
-# The library's files whose frames a thread waits in for another thread (a join, a lock's
-# or Condition's acquire, a queue's get, a future's result), below its own line.
-_THREAD_WAITS = ("threading.py", "queue.py", "concurrent/futures/_base.py")
 # A user's own line that waits in C code for another thread (hangsource's `blocking_line`):
 # a lock's `with`, its acquire. Only those: a join's, an Event's or a Condition's wait has
 # threading.py's frames below the line (`waiting`), so a `join(` on the line itself is a
@@ -635,9 +633,7 @@ def _sleeps(frame: Frame, waiting: list[Frame], source: Source) -> bool:
     does (`_polls_a_thread` asks the loop), and read as one that runs it titled the hang
     `hang in <module>` at the get, beside `w` on a held lock (review)."""
     if waiting:
-        return any(in_file(waiting[0], path) for path in _THREAD_WAITS) and _timed(
-            frame, waiting, source
-        )
+        return waits_for_a_thread(waiting[0]) and _timed(frame, waiting, source)
     return blocking_line(frame, source=source) == _SLEEP
 
 

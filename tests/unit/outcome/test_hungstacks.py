@@ -1058,3 +1058,33 @@ def test_a_hangs_files_are_read_once_per_attempt(
         assert isinstance(outcome, Outcome)
         assert outcome.hung_in == Frame(str(job), 9, "work")
         assert read.count(job) == 1, read
+
+
+def test_a_busy_thread_caught_in_threadings_own_code_is_no_wait(tmp_path: Path) -> None:
+    """A monitor polling `threading.enumerate()` in a busy loop, caught inside it, is in
+    threading.py but waits for nothing: the ranking read the thread waits from a second
+    table of files alone (any frame of threading.py a wait), beside hangsource's
+    `BLOCKING`, so the monitor ranked as blocked for good and, dumped first, titled the hang
+    where `w` sat on a held lock. One table now: threading's waits by their functions."""
+    lib = "/usr/lib/python3.11/threading.py"
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import threading\nlock = threading.Lock()\ndef monitor():\n"
+        "    while True:\n        n = len(threading.enumerate())\n"
+        "def work():\n    with lock:\n        pass\n"
+    )
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{lib}", line 1501 in enumerate\n'
+        f'  File "{job}", line 5 in monitor\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{job}", line 7 in work\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 7, "work")
