@@ -2193,19 +2193,30 @@ def _command(text: str) -> str | None:
                 started.append(shlex.join(words))
             continue
         for found in _QUOTED.finditer(line):
-            words = _words(found["command"])
+            words = _words(_unwindowed(found["command"]))
             words = _gdb_program(words) or words
             if runs_something(words) and not _shows_machine(shlex.join(words)):
                 quoted.append(shlex.join(words))
-        if (
-            _MAY_RUN.search(line)
-            and runs_something(_words(line.strip()))
-            and not _shows_machine(line)
-        ):
-            bare.append(line.strip())
+        line = _unwindowed(line.strip())
+        if _MAY_RUN.search(line) and runs_something(_words(line)) and not _shows_machine(line):
+            bare.append(line)
     ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
     started = [_launched_as(command, quoted) for command in started]
     return next(iter(ran + started + quoted + bare), None)
+
+
+# A line (or a quoted command) that runs a program by a Windows path, on no prompt
+# (`C:\Users\me\.venv\Scripts\torchrun.exe ...`, `.venv\Scripts\python.exe x.py`,
+# `Scripts\torchrun.exe ...`, quoted or not): a backslash after its drive or between names.
+_WINDOWS_PROGRAM = re.compile(r"""^["']?(?:[A-Za-z]:\\|\.{1,2}\\|[\w.-]+\\[\w.-])""")
+
+
+def _unwindowed(line: str) -> str:
+    """`line` with its backslashes written as slashes where its program is named by a
+    Windows path, as a Windows prompt's line is (`_WINDOWS_PROMPT`): shlex read each
+    backslash as an escape, `C:Usersme.venvScriptstorchrun.exe`, a program no ticket runs,
+    and the command was a TODO."""
+    return line.replace("\\", "/") if _WINDOWS_PROGRAM.match(line) else line
 
 
 # The debuggers whose `--args PROG ARGS` runs the program: gdb, NVIDIA's, the cross one.
@@ -2728,6 +2739,25 @@ def _senders_paths(
             option, equals, path = word.partition("=")
         parts = Path(path).parts  # ("/", "home", ...), ("C:", "Users", ...), ("~", ...)
         home = parts[:1] == ("~",)
+        if (
+            index == program
+            and len(parts) > 1
+            and _windows_path(parts)
+            and (
+                parts[1].lower() in _SYSTEM_FOLDERS or "appdata" in map(str.lower, parts)
+                if _ABSOLUTE.match(path)
+                else not _exists(workdir / path)
+            )
+            and (name := _environments_script(parts))
+        ):
+            # A Windows environment's console script by a relative path (a bare line's
+            # `Scripts\torchrun.exe`, `.venv\Scripts\torchrun.exe`), or one installed
+            # for all users or one (`C:\Program Files\Python311\Scripts\torchrun.exe`,
+            # `...\AppData\...\Scripts\torchrun.exe`), which the reader's machine never
+            # runs: by its name, as a path of the sender's project is read below.
+            named.append((path, name))
+            changed.append((index, "", name))
+            continue
         if not _ABSOLUTE.match(path) or len(parts) < (2 if home else 3):
             continue
         if not home and parts[1].lower() in _SYSTEM_FOLDERS:
@@ -2796,10 +2826,18 @@ _ENVIRONMENTS_FOLDERS = frozenset({"envs", ".virtualenvs", "virtualenvs", "venvs
 _BY_NAME_ANYWHERE = frozenset((*_LAUNCHERS, *_LAUNCHERS_BY_NAME))
 
 
+def _windows_path(parts: tuple[str, ...]) -> bool:
+    """Whether a path (its `Path.parts`, its backslashes written as slashes) is a Windows
+    one: after a drive (`C:/Users/me/...`), or a program of Windows' (`Scripts/torchrun.exe`,
+    which no drive begins). Its names are then compared lower-case (`Scripts`, `AppData`),
+    as Windows does. The one rule of what a Windows path is, for every reader below."""
+    return re.match(r"^[A-Za-z]:", parts[0]) is not None or parts[-1].lower().endswith(".exe")
+
+
 def _environments_script(parts: tuple[str, ...]) -> str | None:
     """The name a program's path (its `Path.parts`) is run by (Windows' `torchrun.exe` as
     `torchrun`) where it is an environment's console script, else None: in a `bin`
-    (`Scripts` after a Windows drive) of a Python environment's folder. A launcher no
+    (`Scripts` of a Windows path: `_windows_path`) of a Python environment's folder. A launcher no
     project ships (`_BY_NAME_ANYWHERE`: `~/x/bin/torchrun`, and uv) is one wherever it stands; else
     what that folder holds here says so (`_environments_bin`; that of a link's target's
     too), or where the program is here, says not; elsewhere its name
@@ -2807,7 +2845,7 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
     its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`). A project's own
     `scripts/run.sh` or `bin/train`, `~/bin/mytool`, `~/env-setup/bin/deploy` and
     `~/openmpi/bin/mpirun` are no such."""
-    windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
+    windows = _windows_path(parts)
     folder = parts[-2].lower() if windows else parts[-2]
     if folder != "bin" and not (windows and folder == "scripts"):
         return None
@@ -2840,7 +2878,7 @@ def _looks_like_environment_bin(
         # (The program, not its folder: this user's `~/.local` without a site-packages,
         # or a `/home/alice/tools` of this machine's, says nothing of the sender's.)
         return False
-    windows = re.match(r"^[A-Za-z]:", parts[0]) is not None
+    windows = _windows_path(parts)
     holders = [part.lower() if windows else part for part in parts[1:-3]]
     return (
         (_ENVIRONMENT_NAMED.search(parts[-3]) is not None and (user_site or parts[-3] != ".local"))

@@ -4365,3 +4365,32 @@ def test_a_pytest_report_without_its_command_line_runs_its_failing_test() -> Non
     # A command line the log shows is the command, no guess.
     shown = read_ticket(f"$ pytest -x tests/test_x.py\n{log}")
     assert (shown.command, shown.command_guessed) == ("pytest -x tests/test_x.py", False)
+
+
+def test_a_bare_windows_console_scripts_line_is_the_command_by_its_name(tmp_path: Path) -> None:
+    # A Windows launcher's path on a line of its own, no prompt before it: shlex read its
+    # backslashes as escapes (`Scriptstorchrun.exe`), no program a ticket runs, and the
+    # command was a TODO; a prompt's line was read (its backslashes as slashes).
+    raised = 'Traceback (most recent call last):\n  File "train.py", line 5, in <module>\n'
+    raised += "ValueError: lr too high\n"
+    for line in (
+        r"Scripts\torchrun.exe --nproc_per_node 2 train.py",
+        r".venv\Scripts\torchrun.exe --nproc_per_node 2 train.py",
+        r"    C:\Users\me\proj\.venv\Scripts\torchrun.exe --nproc_per_node 2 train.py",
+        r"I ran `Scripts\torchrun.exe --nproc_per_node 2 train.py` and:",
+        # Installed for all users, or for one (a system folder, AppData): never the
+        # reader's path either.
+        r'"C:\Program Files\Python311\Scripts\torchrun.exe" --nproc_per_node 2 train.py',
+        r"C:\Users\me\AppData\Roaming\Python\Python311\Scripts\torchrun.exe --nproc_per_node 2"
+        " train.py",
+    ):
+        read = read_ticket(f"{line}\n{raised}", tmp_path)
+        assert read.command == "torchrun --nproc_per_node 2 train.py", line
+        assert any("console script, by its name" in e for e in read.evidence), line
+    # A relative Windows program the folder holds stays its path; one that is no
+    # environment's launcher is no command a ticket runs.
+    (tmp_path / "Scripts").mkdir()
+    (tmp_path / "Scripts" / "torchrun.exe").write_text("")
+    here = read_ticket(f"Scripts\\torchrun.exe train.py\n{raised}", tmp_path)
+    assert here.command == "Scripts/torchrun.exe train.py"
+    assert read_ticket(f"Scripts\\mytool.exe train.py\n{raised}", tmp_path).command is None
