@@ -513,7 +513,8 @@ def run_process(
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
         # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
-        killed, reached = pidlimit.release(limit)
+        # Nothing can be left where the engine's children showed none of the attempt.
+        killed, reached = pidlimit.release(limit, left_nothing=nothing_left and finished_cleanly)
         others = others or bool(killed)
         if killed:
             warnings.append(

@@ -59,3 +59,88 @@ def test_a_cgroup_or_root_sets_no_rlimit() -> None:
     assert pidlimit.user_limit(pidlimit.Limit(Path("/sys/fs/cgroup/pids/x"), 100)) is None
     without = pidlimit.user_limit(pidlimit.Limit(None, 100))
     assert (without is None) is (os.geteuid() == 0)
+
+
+# Two attempts in one engine (a child of its own: the test process has other tests'
+# children), under a limit of one process: the first's shell is refused its one fork and
+# exits 2 (dash: "Cannot fork"), leaving nothing; the second, in the same pooled cgroup,
+# forks nothing.
+POOLED = """
+import json, os, sys
+from pathlib import Path
+from reprospec.process import pidlimit, run
+from reprospec.process.output import CappedLog
+
+os.environ[pidlimit.MAX_PROCESSES_VAR] = "1"
+limit = pidlimit.create()
+if limit.cgroup is None:
+    print(json.dumps({"skip": limit.note or "not root, none delegated"}))
+    sys.exit(0)
+pidlimit.remove(limit, empty=True)
+folder = Path(sys.argv[1])
+
+def attempt(argv):
+    result = run.run_process(
+        argv, env=dict(os.environ), cwd=folder, stdout=CappedLog(folder / "out.log"),
+        stderr=CappedLog(folder / "err.log"), timeout_s=20, stack_dir=folder,
+        stack_path=folder / "stack.txt",
+    )
+    return [result.returncode, result.process_limit]
+
+seen = {
+    "refused": attempt(["/bin/sh", "-c", "/bin/true; exit 0"]),
+    "alone": attempt(["true"]),
+}
+
+def held():
+    # The engine's descriptors of files in the cgroup (the listing's own one is gone).
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(limit.cgroup)):
+            found.append(target.removeprefix(str(limit.cgroup)))
+    return sorted(found)
+
+seen["kept"] = held()
+pidlimit._remove_pool()
+seen["after"] = held()
+print(json.dumps(seen))
+"""
+
+
+def test_a_pooled_cgroup_keeps_its_count_of_refusals_open(tmp_path: Path) -> None:
+    """pids.events was opened, read and closed at every attempt's end (three system calls);
+    the pool keeps it open and reads it with one pread, which the kernel makes anew: a fork
+    refused to a shell that then exits (nothing left of it) is still the first
+    attempt's warning, and not the second's, in the same cgroup. The descriptor goes with
+    the pool."""
+    import json
+    import subprocess
+    import sys
+
+    from reprospec.core.words import process_limit_reached
+    from tests.support.cli import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", POOLED, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    if "skip" in seen:
+        import pytest
+
+        pytest.skip(f"no pids cgroup here: {seen['skip']}")
+    assert seen == {
+        "refused": [2, process_limit_reached(1)],
+        "alone": [0, None],
+        "kept": ["/pids.events"],
+        "after": [],
+    }, done.stderr
