@@ -23,12 +23,12 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
-from reprospec.core.logtext import TRACEBACK_HEADER, undecodable_byte, unescaped_name
+from reprospec.core.logtext import undecodable_byte, unescaped_name
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
 from reprospec.outcome.children import RANK_PREFIX
-from reprospec.outcome.tracebacks import EXCEPTION_LINE, exception_after
+from reprospec.outcome.tracebacks import EXCEPTION_LINE, exception_after, traceback_starts
 from reprospec.plan.pyimports import parse_imports, read_imports
 from reprospec.plan.wrappers import program_words
 
@@ -787,11 +787,13 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
     # A rank's lines tagged (torch's `[rank1]: `, torchrun's `--tee`'s `[default1]:`) are
     # read, and returned for crash_frame, as the rank printed them.
     output = RANK_PREFIX.sub("", output)
-    # Each from its header's line (an exception group's `  + Exception Group Traceback`).
-    starts = [
-        output.rfind("\n", 0, m.start()) + 1
-        for m in re.finditer(re.escape(TRACEBACK_HEADER), output)
-    ]
+    # Each from its header's line, as the traceback parser reads one (an exception group's
+    # `  + Exception Group Traceback`, a DataLoader worker's own `Original Traceback`): the
+    # header's words anywhere in a line began a block of their own (an exception's message
+    # quoting a child's output), where no traceback began.
+    lines = output.split("\n")
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    starts = [offsets[index] for index in traceback_starts(lines)]
     if not starts:
         return None
     if exception is not None:

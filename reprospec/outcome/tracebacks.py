@@ -47,6 +47,25 @@ _TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent cal
 _GROUP_HEADER = "  + Exception Group Traceback (most recent call last):"
 
 
+# The header of a DataLoader worker's own traceback in the message torch's reraise gives
+# its exception (_RERAISED): the worker's frames, where the exception was raised.
+_ORIGINAL_HEADER = "Original Traceback (most recent call last):"
+
+
+def traceback_starts(lines: list[str]) -> list[int]:
+    """Where each traceback of `lines` begins: a line that is this parser's header
+    (`_TB_HEADER`: CPython's, an exception group's), and a DataLoader worker's own inside
+    torch's reraise (`Original Traceback`). The one rule of a header, which capture's
+    footprint asks too: a header's words inside a line (an exception's message quoting a
+    child's output, `RuntimeError: child said: Traceback (most recent call last): ...`) and
+    a group member's `| Traceback` begin none."""
+    return [
+        index
+        for index, line in enumerate(lines)
+        if _TB_HEADER.match(line) or line.strip() == _ORIGINAL_HEADER
+    ]
+
+
 def is_group_header(line: str) -> bool:
     """Whether a line is an exception group's traceback header (`_GROUP_HEADER`, its
     indentation aside): the one spelling, which pytest's report reader asks too."""

@@ -153,3 +153,26 @@ def test_an_errors_frame_is_its_own_tracebacks_not_a_launchers_after_it() -> Non
         assert crash_frame(traceback_stack(tagged, "ValueError"), workdir) == (
             "<module> (train.py:5)"
         ), tag
+
+
+def test_a_traceback_begins_where_the_parser_reads_a_header_not_at_its_words() -> None:
+    # A program that quoted a child's output in its message after its own traceback
+    # (`... failed: Traceback (most recent call last): ...` on one line): the header's words
+    # inside that line began the last block, and the frame read was none of the process's.
+    workdir = Path("/home/me/proj")
+    output = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/proj/run.py", line 9, in <module>\n'
+        "    launch()\n"
+        '  File "/home/me/proj/run.py", line 5, in launch\n'
+        "    sys.exit(1)\n"
+        "SystemExit: 1\n"
+        "launcher log: worker printed 'Traceback (most recent call last):' then\n"
+        '  File "/home/me/proj/worker.py", line 3, in <module>\n'
+    )
+    assert crash_frame(traceback_stack(output), workdir) == "launch (run.py:5)"
+    # A DataLoader worker's own traceback in torch's reraise is one, as the parser reads
+    # it: its frames are where the exception was raised.
+    reraised = (DATA / "recorded" / "dataloader-reraised-deep.stderr.log").read_text()
+    stack = traceback_stack(reraised, "ValueError")
+    assert crash_frame(stack, workdir) == "label_of (train.py:18)"
