@@ -282,9 +282,11 @@ def run_uv(
     cwd: Path | None = None,
     pass_fds: Sequence[int] = (),
     input: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """uv with `args`, its output captured; `input` its stdin (else none). Raises
-    EnvBuildError where uv is not installed, UvTimeout (one) where it ran past `timeout`."""
+    """uv with `args`, its output captured; `input` its stdin (else none); `env`, variables
+    set over `uv_env()`'s. Raises EnvBuildError where uv is not installed, UvTimeout (one)
+    where it ran past `timeout`."""
     try:
         return subprocess.run(
             [uv_binary(), *args],
@@ -292,7 +294,7 @@ def run_uv(
             text=True,
             errors="replace",
             timeout=timeout,
-            env=uv_env(),
+            env={**uv_env(), **(env or {})},
             cwd=cwd,
             input=input,
             stdin=subprocess.DEVNULL if input is None else None,

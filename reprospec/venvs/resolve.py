@@ -22,6 +22,14 @@ from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
 RESOLVE_TIMEOUT_S = 120.0
+# How long one request of the resolve waits for the index to answer, with no retry: uv's own
+# (UV_HTTP_TIMEOUT, 30 s, then UV_HTTP_RETRIES=3 more) outlasted RESOLVE_TIMEOUT_S, so a
+# silent index (one that accepts the connection and never answers) cost each list the whole
+# resolve's timeout, read as a long list's backtracking, and doctor asked the next list: 2 x
+# 120 s. With one wait shorter than the resolve's, uv says its own `operation timed out`,
+# read as the index's (`unreached`), and the lists left are not asked. A user's shorter
+# UV_HTTP_TIMEOUT is kept.
+INDEX_TIMEOUT_S = 30
 # uv's words where its answer came from no index: a request that failed or was not made.
 # A "No solution found" beside one of them is the network's, not the requirements'. Each
 # is words no package's name holds (a space in each): uv's output names the packages, and a
@@ -67,13 +75,16 @@ def resolve(
 ) -> Resolved:
     """Whether `packages` resolve for interpreter `python` from `index` (build._install's
     options, `uv_pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
-    Without uv, `unknown`, saying why (EnvBuildError's words)."""
+    Without uv, `unknown`, saying why (EnvBuildError's words). Each request waits
+    `index_wait_s()` for the index, once (INDEX_TIMEOUT_S)."""
+    waited = index_wait_s()
     try:
         done = run_uv(
             ["pip", "compile", "-", "--quiet", "--no-header", *uv_pip_args(python, index)],
             timeout=timeout_s,
             cwd=cwd,
             input="".join(f"{requirement}\n" for requirement in packages),
+            env={"UV_HTTP_TIMEOUT": str(waited), "UV_HTTP_RETRIES": "0"},
         )
     except UvTimeout:
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", stopped="timed_out")
@@ -91,4 +102,19 @@ def resolve(
     backend = "failed to build" in lowered and "build backend returned an error" in lowered
     if ("no solution found" in lowered or backend) and not unreached:
         return Resolved("unsatisfiable", uv_error(output))
+    if unreached and "operation timed out" in lowered:
+        # (a silent index, told as such once: uv's lines name only the request that waited)
+        said = f"the index did not answer in {waited} s ({uv_error(output)})"
+        return Resolved("unknown", said, stopped="unreached")
     return Resolved("unknown", uv_error(output), stopped="unreached" if unreached else "")
+
+
+def index_wait_s() -> int:
+    """How long each request of `resolve` waits for the index: INDEX_TIMEOUT_S, or the user's
+    UV_HTTP_TIMEOUT where it is shorter (a whole number of seconds, as uv reads it)."""
+    import os
+
+    given = os.environ.get("UV_HTTP_TIMEOUT", "")
+    if given.isdigit() and 0 < int(given) < INDEX_TIMEOUT_S:
+        return int(given)
+    return INDEX_TIMEOUT_S

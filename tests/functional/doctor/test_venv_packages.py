@@ -81,6 +81,38 @@ def test_an_index_that_does_not_answer_is_not_a_failure(cli: Cli, tmp_path: Path
     assert "Connection refused" in check["why"]
 
 
+def test_a_silent_index_costs_one_wait_told_once(cli: Cli, tmp_path: Path) -> None:
+    """An index that accepts the connection and never answers: uv waited its own timeout
+    and retries past the resolve's 120 s, read as a long list's backtracking, and the next
+    list was asked again: 2 x 120 s. Each request now waits once (here the user's shorter
+    UV_HTTP_TIMEOUT, 1 s, however many retries they set), uv says the index timed out, and
+    the other list is not asked."""
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # (the kernel accepts; nothing ever reads or answers)
+        env = {
+            **uv_environment(),
+            "UV_INDEX_URL": f"http://127.0.0.1:{silent.getsockname()[1]}/simple",
+            "UV_HTTP_TIMEOUT": "1",
+            "UV_HTTP_RETRIES": "50",
+        }
+        _spec(tmp_path, "'1.0', '2.0'")
+        argv = ("doctor", "s.yaml", "--runner", "venv", "--format", "json")
+        began = time.monotonic()
+        done = cli(*argv, env=env, cwd=tmp_path)
+        took = time.monotonic() - began
+    assert done.code == 0, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "warn", check
+    assert check["why"].count("did not answer") == 2, check  # the list's, the others' line
+    assert f"{DEMO}==1.0 (in cell v=1.0): the index did not answer in 1 s (" in check["why"]
+    assert check["why"].endswith("1 other package list not checked: the index did not answer")
+    assert check["todo"].startswith("make the index reachable"), check
+    assert took < 30, took
+
+
 def test_find_links_is_for_the_venv_and_docker_runners(cli: Cli, tmp_path: Path) -> None:
     _spec(tmp_path, "'1.0'")
     done = cli("doctor", "s.yaml", "--find-links", str(tmp_path), cwd=tmp_path)
