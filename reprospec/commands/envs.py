@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         found = venvs.list_envs(root)
         unfinished = venvs.list_unfinished(root)
+        failed = venvs.list_failed_logs(root)
         client, no_engine = images.reachable()
         built = images.list_images(client) if client is not None else []
         if args.format == "json":
@@ -109,10 +110,12 @@ def run(args: argparse.Namespace) -> int:
             # from what a build left unfinished.
             rows = [{"kind": "venv", **e.to_dict()} for e in found]
             rows += [{"kind": "unfinished-build", **u.to_dict()} for u in unfinished]
+            rows += [{"kind": "failed-build-log", **f.to_dict()} for f in failed]
             print(json.dumps(rows + [i.to_dict() for i in built], indent=2))
             return 0
         _list_venvs(root, found)
         _list_unfinished(unfinished)
+        _list_failed(root, failed)
         _list_images(built, no_engine)
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
@@ -125,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
     # What killed builds left goes whatever --older-than says: it is no environment, and
     # nothing will ever use it (prune removed it without a word, 0 B freed).
     swept = venvs.sweep_unfinished(root, dry_run=args.dry_run)
+    # A failed build's log (slurm's preflight keeps one per environment that failed) goes by
+    # the environments' rule: nothing else removes it but a build of it that succeeds.
+    logs = venvs.prune_failed_logs(root, older_than_s=older, dry_run=args.dry_run, now=now)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         if env.linked_to:
@@ -140,10 +146,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{verb} {env.key}  Python {env.python or '?'}  {env.listed()}")
     for left in swept:
         print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")
+    for log in logs:
+        print(f"{verb} failed build log {log.path}  {human_size(log.size_bytes)}")
     freed = sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)
-    what = plural(len(removed), "environment")
-    if swept:
-        what += f" and {plural(len(swept), 'unfinished build')}"
+    freed += sum(log.size_bytes for log in logs)
+    parts = [plural(len(removed), "environment")]
+    parts += [plural(len(swept), "unfinished build")] if swept else []
+    parts += [plural(len(logs), "failed build log")] if logs else []
+    what = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
     print(f"{verb} {what}, {human_size(freed)}", file=sys.stderr)
     for env in venvs.kept_in_use(listed, older_than_s=older, now=now):
         print(f"kept {env.key}: in use by a run now", file=sys.stderr)
@@ -214,6 +224,23 @@ def _list_unfinished(unfinished: list[venvs.Unfinished]) -> None:
             f"unfinished build {left.path}: {human_size(left.size_bytes)}, changed "
             f"{ago(now - left.modified)}, {state}"
         )
+
+
+def _list_failed(root: Path, failed: list[venvs.FailedLog]) -> None:
+    """One line of the failed builds' logs kept under the environments folder, where there
+    are any: how many, their size, the newest's age, and what removes them."""
+    from reprospec.venvs import FAILED
+    from reprospec.venvs.cache import ago, human_size
+
+    if not failed:
+        return
+    size = human_size(sum(log.size_bytes for log in failed))
+    newest = ago(time.time() - failed[0].modified)
+    print(
+        f"{plural(len(failed), 'failed build log')} in {root / FAILED}: {size}, the newest "
+        f"written {newest}; `reprospec envs prune` removes those written as long ago as the "
+        "environments it removes were last used (--older-than, default 30d; --all: every one)"
+    )
 
 
 def _list_images(built: list[images.ImageInfo], no_engine: str) -> None:

@@ -37,7 +37,16 @@ from reprospec.venvs.build import (
     shared_envs,
     uv_binary,
 )
-from reprospec.venvs.cache import EnvInfo, kept_in_use, list_envs, prune_envs, summarize
+from reprospec.venvs.cache import (
+    EnvInfo,
+    FailedLog,
+    kept_in_use,
+    list_envs,
+    list_failed_logs,
+    prune_envs,
+    prune_failed_logs,
+    summarize,
+)
 from reprospec.venvs.index import IndexConfig, user_index_config
 from reprospec.venvs.staging import LOCKS, TMP, Unfinished, list_unfinished, sweep_unfinished
 
@@ -56,6 +65,7 @@ __all__ = [
     "EnvProgress",
     "EnvProgressCallback",
     "EnvRequest",
+    "FailedLog",
     "IndexConfig",
     "Interpreter",
     "Unfinished",
@@ -71,8 +81,10 @@ __all__ = [
     "intact_meta",
     "kept_in_use",
     "list_envs",
+    "list_failed_logs",
     "list_unfinished",
     "prune_envs",
+    "prune_failed_logs",
     "read_meta",
     "request_for",
     "shared_envs",

@@ -23,6 +23,8 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import sweep_free, try_locked
 from reprospec.core.units import format_size
 from reprospec.venvs.build import (
+    BUILD_LOG,
+    FAILED,
     KEY_LENGTH,
     META,
     USED_BY,
@@ -328,6 +330,67 @@ def _held(root: Path, key: str) -> bool:
         return False
     with _alone(root, key) as alone:
         return alone is False
+
+
+@frozen
+class FailedLog:
+    """A failed build's whole output kept under the environments folder (`FAILED`,
+    build.failed_build_log: `slurm`'s preflight on the login node writes one per environment
+    whose build failed). Nothing removed them but a later build of that environment that
+    succeeds: `envs prune` left them to pile up, and `envs list` never said them."""
+
+    key: str
+    path: Path
+    size_bytes: int
+    modified: float  # epoch seconds: when the failed build's output was written
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "key": self.key,
+            "path": str(self.path),
+            "size_bytes": self.size_bytes,
+            "modified": datetime.fromtimestamp(self.modified, timezone.utc).isoformat(
+                timespec="seconds"
+            ),
+        }
+
+
+def list_failed_logs(root: Path) -> list[FailedLog]:
+    """Each failed build's log kept under `root` (`FailedLog`), newest first."""
+    suffix = f".{BUILD_LOG}"
+    out: list[FailedLog] = []
+    with contextlib.suppress(OSError):
+        for path in (root / FAILED).iterdir():
+            if not path.name.endswith(suffix) or path.is_symlink() or not path.is_file():
+                continue
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                key = path.name.removesuffix(suffix)
+                out.append(FailedLog(key, path, stat.st_size, stat.st_mtime))
+    return sorted(out, key=lambda log: log.modified, reverse=True)
+
+
+def prune_failed_logs(
+    root: Path,
+    *,
+    older_than_s: float | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> list[FailedLog]:
+    """Remove the failed builds' logs written `older_than_s` ago or more (None: all), the
+    rule `prune_envs` removes environments by (a log's age is its build's); returns them."""
+    now = time.time() if now is None else now
+    removed: list[FailedLog] = []
+    for log in list_failed_logs(root):
+        if older_than_s is not None and now - log.modified < older_than_s:
+            continue
+        if not dry_run:
+            try:
+                log.path.unlink()
+            except FileNotFoundError:
+                continue  # (another prune, or a build of it that succeeded, removed it)
+        removed.append(log)
+    return removed
 
 
 def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[str, str]]:
