@@ -61,6 +61,7 @@ from reprospec.minimize.ratechange import (
 )
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
+from reprospec.minimize.source import loops_kept
 from reprospec.minimize.unperturbed import Baseline, Unperturbed
 
 SPEC_NAME = "minimized.yaml"
@@ -731,7 +732,19 @@ def _same_line(found: Minimized) -> str:
         if same.every_time_most
         else ""
     )
-    return f"- **Same failure**: the original printed {printed}; {exceptions}{hangs}; {rate}{every}"
+    loops = loops_kept(found.result.program)
+    kept = (
+        f"; {plural(len(loops), 'loop')} left whole, never replaced by its body, which reads "
+        f"its variable ({', '.join(f'`{loop}`' for loop in loops)}): the body alone runs once, "
+        "on whatever that name held before (an earlier loop's last item: only the last "
+        "thread joined), another program that may fail the same way"
+        if loops
+        else ""
+    )
+    return (
+        f"- **Same failure**: the original printed {printed}; {exceptions}{hangs}; {rate}{every}"
+        f"{kept}"
+    )
 
 
 def _kept_line(found: Minimized) -> str:

@@ -26,8 +26,9 @@ complement step does):
    list element is a statement, an except clause, a call's argument or keyword,
    an operand of `and`/`or`, an imported name, an element of a list, tuple, set or
    dict, or a decorator;
-3. branches and blocks replaced by their body (`if`, `for`, `while`, `with`, `try`),
-   an `if` by its `else`, an assignment by its value alone;
+3. branches and blocks replaced by their body (`if`, `for`, `while`, `with`, `try`; not a
+   `for` whose body reads its variable, `reads_its_variable`), an `if` by its `else`, an
+   assignment by its value alone;
 4. literals made simpler (strings and f-strings to "", numbers to 0).
 
 None of them touches an exception's message while it costs nothing (`kept_messages`):
@@ -311,7 +312,11 @@ def changeable(text: str, kind: str) -> list[int]:
     tree = ast.parse(text)
     nodes = numbered(tree)
     if kind == "body":
-        return [i for i, n in enumerate(nodes) if isinstance(n, _UNWRAP) and n.body]
+        return [
+            i
+            for i, n in enumerate(nodes)
+            if isinstance(n, _UNWRAP) and n.body and not reads_its_variable(n)
+        ]
     if kind == "orelse":
         return [i for i, n in enumerate(nodes) if isinstance(n, ast.If) and n.orelse]
     if kind == "value":
@@ -323,6 +328,43 @@ def changeable(text: str, kind: str) -> list[int]:
     left = {id(c) for n in nodes if isinstance(n, ast.JoinedStr) for c in ast.walk(n) if c is not n}
     left |= kept_messages(nodes)
     return [i for i, n in enumerate(nodes) if id(n) not in left and _simpler(n) is not None]
+
+
+def reads_its_variable(node: ast.AST) -> bool:
+    """A `for` whose body reads a name its target binds (`for t in threads: t.join()`).
+
+    Replaced by its body, it runs once, on whatever that name held before the loop: an
+    earlier loop's last item (`for t in threads: t.start()` leaves `t` bound), so that only
+    the last thread is joined and the others race the interpreter's exit. Such a candidate
+    still fails, as often, with the same signature, but it is another program, whose failure
+    the original never had; where the name was bound nowhere before, it fails of a
+    NameError the original never printed, a candidate wasted. A loop whose body ignores its
+    variable (`for _ in range(n):`) runs the same body: it is unwrapped as any block."""
+    if not isinstance(node, (ast.For, ast.AsyncFor)):
+        return False
+    bound = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound
+        for statement in node.body
+        for n in ast.walk(statement)
+    )
+
+
+def loops_kept(program: Program) -> tuple[str, ...]:
+    """`for t in threads` of each loop of the program's files that `reads_its_variable`
+    kept a loop, in the order written: what minimize.md says the passes never unwrapped."""
+    found: list[str] = []
+    for _, text in program.files:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        found += [
+            f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+            for node in ast.walk(tree)
+            if reads_its_variable(node) and isinstance(node, (ast.For, ast.AsyncFor))
+        ]
+    return tuple(found)
 
 
 def kept_messages(nodes: Sequence[ast.AST]) -> set[int]:

@@ -418,3 +418,19 @@ def test_a_reset_that_drops_the_failing_cells_own_case_is_not_used(tmp_path: Pat
             "" if used else "the spec expects twice=0,wait=1, where it fails too, to do otherwise"
         )
         assert why == expected
+
+
+def test_a_loop_kept_because_its_body_reads_its_variable_is_told() -> None:
+    # A race's `for t in threads: t.join()` was cut to `t.join()` (only the last thread
+    # joined), which fails as often as the original, with its signature: the passes never
+    # unwrap such a loop, and minimize.md says which loops they kept whole and why.
+    result = minimize(program(), InProcess(1.0, seed=0), Settings(passing=0))
+    assert result.same_failure is not None
+    race = "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
+    raced = replace(result, program=program(race))
+    md = markdown(answer(raced, stopped=False))
+    assert (
+        "; 2 loops left whole, never replaced by its body, which reads its variable "
+        "(`for t in threads`, `for t in threads`): the body alone runs once"
+    ) in md, md
+    assert "`for t in threads`" not in markdown(answer(result, stopped=False))

@@ -831,6 +831,30 @@ def test_a_pass_beside_other_statements_goes_with_any_change() -> None:
     )
 
 
+def test_a_loop_whose_body_reads_its_variable_is_never_replaced_by_its_body() -> None:
+    """`for t in threads: t.join()` unwrapped is `t.join()`: the last thread joined alone
+    (`t` left bound by the loop that started them), the others racing the interpreter's
+    exit; it fails as often, with the same signature, but it is another program. A loop
+    that ignores its variable (`for _ in range(n)`) is unwrapped as before."""
+    text = (
+        "threads = [Thread(target=bump) for _ in range(4)]\n"
+        "for t in threads:\n    t.start()\n"
+        "for t in threads:\n    t.join()\n"
+        "for _ in range(3):\n    bump()\n"
+        "for i, (a, b) in pairs:\n    print(b)\n"
+        "while busy():\n    wait()\n"
+    )
+    unwrapped = apply(text, unwrap=dict.fromkeys(changeable(text, "body"), "body"))
+    assert unwrapped == (
+        "threads = [Thread(target=bump) for _ in range(4)]\n"
+        "for t in threads:\n    t.start()\n"
+        "for t in threads:\n    t.join()\n"
+        "bump()\n"
+        "for i, (a, b) in pairs:\n    print(b)\n"
+        "wait()\n"
+    )
+
+
 def test_blocks_unwrap_and_literals_simplify() -> None:
     text = "if x:\n    y = 'long text'\nelse:\n    y = 3\n"
     (block,) = changeable(text, "body")
