@@ -120,7 +120,7 @@ from reprospec.outcome.pytestreport import (
     xdist_worker_crash,
 )
 from reprospec.outcome.tracebacks import closes_a_group
-from reprospec.plan.workfiles import SITE_PACKAGES
+from reprospec.plan.workfiles import declared_script
 from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
 from reprospec.report.paths import PathNames
 from reprospec.spec.comments import AXES_NOTE, observe_line
@@ -1261,35 +1261,18 @@ def chosen_interpreter(
             found
             and "/" in program
             and os.path.realpath(Path(found).parent) == bin_folder
-            and _an_entry_point(Path(program).name, Path(bin_folder).parent)
+            and declared_script(Path(bin_folder) / Path(program).name)
         ):
             # An environment's console script by its path (`/home/me/.venv/bin/pytest`),
             # beside the interpreter its `#!` names: by its name, as that interpreter is,
             # which the run's environment provides. The spec held the path of this machine.
             # The folders are compared real (`../venv/bin/tool`, a linked `.venv`), not the
             # interpreter, which links out of its environment. A script there that no
-            # installed distribution declares (written there by hand) keeps its path: an
-            # environment of the spec's `packages` would lack it.
+            # installed distribution declares (written there by hand) keeps its path
+            # (declared_script: the rule a ticket's reader asks too).
             words[at] = Path(program).name
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
-
-
-def _an_entry_point(name: str, environment: Path) -> bool:
-    """Whether a distribution installed in the Python environment at `environment` (its
-    `site-packages`, Debian's `dist-packages`: SITE_PACKAGES, read, not run) declares a
-    console or GUI script `name`."""
-    from importlib import metadata
-
-    sites = [str(site) for pattern in SITE_PACKAGES for site in environment.glob(pattern)]
-    try:
-        return any(
-            entry.name == name and entry.group in ("console_scripts", "gui_scripts")
-            for dist in metadata.distributions(path=sites)
-            for entry in dist.entry_points
-        )
-    except (OSError, ValueError):
-        return False
 
 
 def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:

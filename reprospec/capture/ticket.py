@@ -77,7 +77,7 @@ from reprospec.outcome.watchdog import (
     pytest_timeout_worker,
 )
 from reprospec.plan.shellwords import shell_script
-from reprospec.plan.workfiles import SITE_PACKAGES, is_environment_folder
+from reprospec.plan.workfiles import SITE_PACKAGES, declared_script, is_environment_folder
 from reprospec.plan.wrappers import program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
@@ -949,6 +949,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     raw_command = command
     machine = parse_machine(full_log)
     sender_paths: tuple[str, ...] = ()
+    by_name: tuple[tuple[str, str], ...] = ()
     if command is not None:
         command, version = _run_python(command, machine.python)
         if version is not None and machine.python is None:
@@ -1091,6 +1092,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         command_guessed=guessed,
         native=(
             command is not None
+            and not by_name  # an environment's console script, written by its name
             and _runs_native(command, workdir)
             and not (chain or frames or threads or cut or test or fatal)
             and machine.python is None
@@ -1123,7 +1125,7 @@ def _runs_native(command: str, workdir: Path | None) -> bool:
     if name in _PROGRAMS or name in SHELLS or re.search(r"(?i)\.(?:pyw?|sh)$", word):
         return False
     if workdir is not None and "/" in word:
-        line = shebang(workdir / word, 512)
+        line = shebang(workdir / Path(word).expanduser(), 512)
         if line and (is_python(line[0]) or is_python(line[-1])):
             return False
     return True
@@ -2866,14 +2868,20 @@ def _looks_like_environment_bin(
 ) -> bool:
     """Whether a program's path (its `Path.parts`, in a `bin` or `Scripts`) is in a Python
     environment's `bin`: what that folder holds here says so (`_environments_bin`; with
-    `links`, that of a link's target's folder too), or where the program is here, says
-    not; elsewhere its folder's name (`~/.venv`, `~/torch-env`, a conda install's; a user's
+    `links`, that of a link's target's folder too), where the program is here only if a
+    distribution there declares it (`declared_script`), or where the program is here,
+    says not; elsewhere its folder's name (`~/.venv`, `~/torch-env`, a conda install's; a user's
     `.local` only with `user_site`) or its holder's (`miniconda3/envs/t`, `~/venvs/t`,
     pyenv's `~/.pyenv/versions/3.11.4`)."""
     program = Path(*parts)
-    if any(_environments_bin(folder) for folder in (_bins(program) if links else [program.parent])):
-        return True
-    if _exists(program):
+    here = _exists(program)
+    folders = [f for f in (_bins(program) if links else [program.parent]) if _environments_bin(f)]
+    if folders:
+        # Where the program is here, that environment's own say (`declared_script`, the
+        # rule a live capture asks): a script written there by hand keeps its path. Where
+        # it is not, the folder is the sender's environment's, whose scripts are unknown.
+        return not here or any(declared_script(f.expanduser() / program.name) for f in folders)
+    if here:
         # The program is here, in a folder that holds no environment: no name says more.
         # (The program, not its folder: this user's `~/.local` without a site-packages,
         # or a `/home/alice/tools` of this machine's, says nothing of the sender's.)

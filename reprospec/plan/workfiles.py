@@ -377,7 +377,7 @@ def _place_outside(word: str, workdir: Path) -> Path | None:
 # distributions lie: a venv's or a prefix's `lib/python3.X/site-packages`, Windows'
 # `Lib/site-packages`, and Debian's and Ubuntu's system Python's `lib/python3/dist-packages`
 # (apt's) and `local/lib/python3.X/dist-packages` (pip's as root). The one list: capture's
-# console scripts by path and a ticket's environments' `bin` read it.
+# console scripts by path and a ticket's environments' `bin` read it (`declared_script`).
 SITE_PACKAGES = (
     "lib/python3*/site-packages",
     "Lib/site-packages",
@@ -392,6 +392,40 @@ def is_environment_folder(folder: Path) -> bool:
     conda-meta folder). The one rule: the workdir's environments, the runners' other
     environments on PATH and a ticket's console scripts ask it."""
     return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
+def declared_script(program: Path) -> bool:
+    """Whether `program`, in the `bin` (Windows' `Scripts`) of a Python environment here, is
+    one of its console scripts: a distribution installed there (its `site-packages`,
+    Debian's `dist-packages`: SITE_PACKAGES, read, not run) declares a console or GUI script
+    by its name (`torchrun.exe` by `torchrun`), or installed it (its RECORD lists it: a
+    wheel's own scripts, ruff's and uv's binaries, declare no entry point).
+
+    The one rule of an environment's console script, which a live capture's command by
+    path and a ticket's both ask: such a program is written by its name, which the run's
+    environment provides, where a script written into a `bin` by hand (`~/.venv/bin/train`)
+    keeps its path, since an environment built of the spec's packages would lack it. A
+    ticket's reader judged by the folder alone and wrote that `train` by its name, where a
+    live capture of the same command kept its path."""
+    from importlib import metadata
+
+    environment = program.parent.parent
+    name = program.name[:-4] if program.name.lower().endswith(".exe") else program.name
+    try:
+        sites = [str(site) for pattern in SITE_PACKAGES for site in environment.glob(pattern)]
+        real = os.path.realpath(program)
+        for dist in metadata.distributions(path=sites):
+            if any(
+                entry.name == name and entry.group in ("console_scripts", "gui_scripts")
+                for entry in dist.entry_points
+            ) or any(
+                file.name == program.name and os.path.realpath(str(dist.locate_file(file))) == real
+                for file in dist.files or ()
+            ):
+                return True
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def in_environment(folder: Path, workdir: Path) -> bool:

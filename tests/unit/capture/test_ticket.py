@@ -2846,7 +2846,10 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
     # a venv's pyvenv.cfg, conda's conda-meta, an installed Python's site-packages,
     # virtualenv's activate. A program here in a project's `tools-env/bin`, which holds none
     # of them, is the project's own; a launcher no project ships, `torchrun`, is by its name.
-    # Read as the command's `~/...` program, this machine's home the test's folder.
+    # Read as the command's `~/...` program, this machine's home the test's folder. A
+    # program here is one of the environment's only where a distribution installed there
+    # declares it (its entry points) or installed it (its RECORD), as a live capture asks:
+    # one written there by hand keeps its path.
     monkeypatch.setenv("HOME", str(tmp_path))
     work = tmp_path / "work"
     work.mkdir()
@@ -2856,6 +2859,16 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
         command = read_ticket(f"{log} train.py{error}", workdir=work).command
         assert command is not None
         return command.split()[0]
+
+    def declare(environment: Path, *names: str, record: bool = False) -> None:
+        info = environment / "lib" / "python3.11" / "site-packages" / "tool-1.0.dist-info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tool\nVersion: 1.0\n")
+        if record:
+            (info / "RECORD").write_text("".join(f"../../../bin/{n},,\n" for n in names))
+        else:
+            scripts = "".join(f"{n} = tool:main\n" for n in names)
+            (info / "entry_points.txt").write_text(f"[console_scripts]\n{scripts}")
 
     marks = {
         "tools": "pyvenv.cfg",
@@ -2868,6 +2881,8 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
         (tmp_path / folder / mark).write_text("")
         (tmp_path / folder / "bin").mkdir(exist_ok=True)
         (tmp_path / folder / "bin" / "x.sh").write_text("")
+        assert program(f"$ ~/{folder}/bin/x.sh") == f"~/{folder}/bin/x.sh", folder
+        declare(tmp_path / folder, "x.sh")
         assert program(f"$ ~/{folder}/bin/x.sh") == "x.sh", folder
     (tmp_path / "tools-env" / "bin").mkdir(parents=True)
     for name, written in (("x.sh", "~/tools-env/bin/x.sh"), ("torchrun", "torchrun")):
@@ -2878,6 +2893,7 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
     pipx = tmp_path / ".local" / "share" / "pipx" / "venvs" / "tool"
     (pipx / "bin").mkdir(parents=True)
     (pipx / "pyvenv.cfg").write_text("")
+    declare(pipx, "lint.sh")
     (tmp_path / ".local" / "bin").mkdir(parents=True)
     (tmp_path / ".cargo" / "bin").mkdir(parents=True)
     for linked in (".cargo/bin/uv", ".local/bin/uv", ".local/bin/pytest", ".local/bin/lint.sh"):
@@ -2889,6 +2905,7 @@ def test_an_environment_on_this_machine_is_one_by_what_it_holds(
     # own `bin` (`pip install uv`) its console script, as the run's environment is: it was
     # said to be a program of its own wherever it stood (review).
     (tmp_path / "tools" / "bin" / "uv").write_text("")
+    declare(tmp_path / "tools", "uv", record=True)  # uv's wheel declares no entry point
     for uv, said in (
         ("~/.cargo/bin/uv", "uv, by its name (a program of its own: the run needs uv on PATH)"),
         ("~/tools/bin/uv", "an environment's console script, by its name"),
@@ -4394,3 +4411,41 @@ def test_a_bare_windows_console_scripts_line_is_the_command_by_its_name(tmp_path
     here = read_ticket(f"Scripts\\torchrun.exe train.py\n{raised}", tmp_path)
     assert here.command == "Scripts/torchrun.exe train.py"
     assert read_ticket(f"Scripts\\mytool.exe train.py\n{raised}", tmp_path).command is None
+
+
+def test_a_console_script_is_one_rule_for_a_live_capture_and_a_ticket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A venv here whose `bin` holds `serve`, which its distribution declares, and `train`,
+    # written there by hand. A live capture kept `~/.venv/bin/train`'s path (an environment
+    # of the spec's packages lacks it) where a ticket's reader wrote it `train`, judging by
+    # the folder alone.
+    from reprospec.capture.command import chosen_interpreter
+
+    home = tmp_path / "home"
+    venv = home / ".venv"
+    bin_folder = venv / "bin"
+    bin_folder.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    info = venv / "lib" / "python3.11" / "site-packages" / "mypkg-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mypkg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nserve = mypkg:main\n")
+    for name in ("serve", "train"):
+        (bin_folder / name).write_text(f"#!{bin_folder}/python\nprint(1)\n")
+    monkeypatch.setenv("HOME", str(home))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    crashed = "Program terminated with signal SIGSEGV, Segmentation fault.\n"
+    for name, live, ticketed in (
+        ("serve", "serve", "serve"),
+        ("train", str(bin_folder / "train"), "~/.venv/bin/train"),
+    ):
+        argv, _ = chosen_interpreter([str(bin_folder / name), "--lr", "1"], None, workdir)
+        assert argv[0] == live, name
+        core = f"Core was generated by `~/.venv/bin/{name} --lr 1'.\n{crashed}"
+        read = read_ticket(core, workdir)
+        assert read.command is not None
+        assert read.command.split()[0].strip("'") == ticketed, name
+        # Either way a Python program's: its spec asks for a Python.
+        assert not read.native, name
