@@ -452,7 +452,7 @@ def children(pid: int) -> list[int]:
     return _children_of(pid)
 
 
-def _steady_children(path: str) -> set[int]:
+def _steady_children(path: str, lasting: frozenset[int] = frozenset()) -> set[int]:
     """A `children` file read until two reads agree; every pid any read listed.
 
     The kernel writes the list a child at a time and, when the child it listed last is
@@ -461,6 +461,11 @@ def _steady_children(path: str) -> set[int]:
     stopped). A skipping read lists the reaped child, which no later read does, so two
     equal reads in a row mean the first skipped nothing; the union keeps the reads'
     extra pids (dead or unrelated), which callers read and drop.
+
+    `lasting`: children no one reaps while the engine runs (its watchdog). A read that
+    lists only those skipped nothing either (only a child it listed, gone from the list
+    meanwhile, can be skipped past): one read, where the engine's main thread, the
+    watchdog's parent, was read twice at every attempt's end (issue 30, item 5).
     """
     seen: set[int] = set()
     last: bytes | None = None
@@ -475,8 +480,11 @@ def _steady_children(path: str) -> set[int]:
             # threads have no child: one read each, not two.
             break
         try:
-            seen.update(int(c) for c in text.split())
+            listed = {int(c) for c in text.split()}
         except ValueError:
+            break
+        seen |= listed
+        if listed <= lasting:
             break
         last = text
     return seen
@@ -711,9 +719,13 @@ def only_known_children() -> bool:
     if not _tree_readable():
         return False
     known = RUNNING_ROOTS | helper_pids()
+    # The watchdog, the main thread's child, is reaped by no one while the engine runs.
+    dog = leftovers.watchdog_pid()
+    lasting = frozenset(() if dog is None else (dog,))
     me, caller = os.getpid(), threading.get_native_id()
     for tid in (me,) if caller == me else (me, caller):
-        if any(pid not in known for pid in _steady_children(f"/proc/{me}/task/{tid}/children")):
+        listed = _steady_children(f"/proc/{me}/task/{tid}/children", lasting)
+        if any(pid not in known for pid in listed):
             return False
     return True
 

@@ -75,3 +75,47 @@ def test_an_orphan_is_seen_and_another_threads_child_is_not_looked_at() -> None:
         "its own child": False,
         "its own root": True,
     }
+
+
+# The engine's watchdog is its main thread's child from its first attempt on: the file that
+# lists it was read twice at every attempt's end, to tell a steady list from one that skipped
+# a child reaped meanwhile; no one reaps the watchdog, so one read that lists only it is
+# steady. Each read of a `children` file is counted as it is made (the real read).
+WATCHED = """
+import json, os, signal, subprocess, tempfile
+from reprospec.process import leftovers, tree
+
+assert tree.become_subreaper()
+leftovers.watch_path(tempfile.mkdtemp())  # starts the watchdog, as an attempt's start does
+assert leftovers.watchdog_pid() is not None
+reads = []
+real = tree.read_proc
+
+def counted(path):
+    reads.append(path)
+    return real(path)
+
+tree.read_proc = counted
+seen = {"alone": tree.only_known_children(), "reads": len(reads)}
+shell = subprocess.run(
+    ["sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True
+)
+orphan = int(shell.stdout)
+seen["an orphan after it"] = tree.only_known_children()
+os.kill(orphan, signal.SIGKILL)
+os.waitpid(orphan, 0)
+print(json.dumps(seen))
+"""
+
+
+def test_the_watchdog_alone_is_read_once() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WATCHED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"alone": True, "reads": 1, "an orphan after it": False}
