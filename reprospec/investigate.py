@@ -170,7 +170,13 @@ def capture_command(
     stop = _cancel(cancel)
 
     def run_spec(
-        path: Path, repeat: int, observe: bool, wait: VerifyWait | None, shown: Path | None
+        path: Path,
+        repeat: int,
+        observe: bool,
+        wait: VerifyWait | None,
+        /,
+        *,
+        shown: Path | None = None,
     ) -> RunResult:
         return command.run_captured(path, repeat, observe, request, wait, cancel=stop, shown=shown)
 

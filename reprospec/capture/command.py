@@ -463,7 +463,7 @@ def _capture(
     spec_path.write_text(render_spec(first), encoding="utf-8")
     try:
         with environ.changed({RECORD_IMPORTS_VAR: "1"}):
-            result = run_spec(spec_path, request.repeat, True, None, None)
+            result = run_spec(spec_path, request.repeat, True, None)
     except InfraError:
         # The run could not start (`--python /nope`: interpreter not found): its draft, which
         # says it is rewritten when the run ends, stayed, and the next capture needed --force.
@@ -880,7 +880,7 @@ def _alone(
     did = _DID[outcome.kind]
     began = time.monotonic()
     with trail or contextlib.nullcontext():
-        result = run_spec(spec_path, request.repeat, True, None, None)
+        result = run_spec(spec_path, request.repeat, True, None)
     took = time.monotonic() - began
     moved = ""
     if trail is not None and alone is not None:
@@ -902,7 +902,7 @@ def _alone(
                     f"{format_duration(alone)} timeout"
                 )
             began = time.monotonic()
-            result = run_spec(spec_path, request.repeat, True, None, None)
+            result = run_spec(spec_path, request.repeat, True, None)
             took = time.monotonic() - began
     ran = [a.ran for cell in result.cells for a in cell.attempts if a.ran is not None]
     same = sum(

@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from reprospec import native
 from reprospec.capture.alsoseen import came_back
@@ -50,11 +51,25 @@ from reprospec.core.logtext import printable
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.words import crash_beside_pass, plural
 
-# (spec, attempts, observe, wait) -> the run: how capture runs a spec (the CLI's live
-# progress); `wait`: a verify's of a captured hang (its run.stall, said before it runs).
-# (spec, repeat, observe, wait, shown) -> the run; `shown`: the spec capture wrote, where
-# `spec` is a copy of it (run_captured's).
-Runner = Callable[[Path, int, bool, VerifyWait | None, Path | None], RunResult]
+
+class Runner(Protocol):
+    """How capture runs a spec (the CLI's live progress): (spec, repeat, observe, wait) ->
+    the run; `wait`: a verify's of a captured hang (its run.stall, said before it runs).
+    `shown`: the spec capture wrote, where `spec` is a copy of it (verify's rerun of a
+    copy, run_captured's); only verify has one, so the observing runs leave it out."""
+
+    def __call__(
+        self,
+        spec: Path,
+        repeat: int,
+        observe: bool,
+        wait: VerifyWait | None,
+        /,
+        *,
+        shown: Path | None = None,
+    ) -> RunResult: ...
+
+
 # (the run in a copy, the workdir's copy) -> the workdir's files it imported, ran or read,
 # relative to the workdir (datafiles.WorkdirFiles.reads).
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
@@ -437,7 +452,7 @@ def _rerun(
     run names where `spec_path` is a copy of it, removed once it ends (the spec capture
     wrote, which `report latest` then shows in place of a folder that is gone)."""
     with environ.changed(dict.fromkeys(left_out)):
-        result = run_spec(spec_path, repeat, False, wait, shown)
+        result = run_spec(spec_path, repeat, False, wait, shown=shown)
     again = tuple(a for cell in result.cells for a in cell.attempts)
     same = sum(1 for a in again if same_as(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)

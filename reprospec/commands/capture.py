@@ -131,7 +131,13 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def run_spec(
-        path: Path, repeat: int, observe: bool, wait: VerifyWait | None, shown: Path | None
+        path: Path,
+        repeat: int,
+        observe: bool,
+        wait: VerifyWait | None,
+        /,
+        *,
+        shown: Path | None = None,
     ) -> RunResult:
         return _run_spec(path, repeat, observe, request, wait, shown)
 

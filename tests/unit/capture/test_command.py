@@ -23,8 +23,16 @@ from reprospec.capture.command import (
     tidied_paths,
     without_pids,
 )
+from reprospec.capture.hangwait import VerifyWait
 from reprospec.capture.writer import Draft, render_spec
-from reprospec.core.results import AttemptResult, ChainLink, GroupMember, Outcome, group_named
+from reprospec.core.results import (
+    AttemptResult,
+    ChainLink,
+    GroupMember,
+    Outcome,
+    RunResult,
+    group_named,
+)
 from reprospec.errors import EXIT_USAGE, InfraError, UsageError
 from reprospec.outcome.pytestreport import XDIST_CRASHED
 
@@ -315,12 +323,22 @@ def test_a_run_that_could_not_start_leaves_no_draft(
     (tmp_path / "t.py").write_text("raise SystemExit(1)\n")
     request = command_request(["python", "t.py"], output=tmp_path / "spec.yaml", verify=False)
 
-    def run_spec(path: Path, *_: object) -> None:
+    # As an observing run is called: its four facts, no `shown` (verify's alone has one).
+    def run_spec(
+        path: Path,
+        repeat: int,
+        observe: bool,
+        wait: VerifyWait | None,
+        /,
+        *,
+        shown: Path | None = None,
+    ) -> RunResult:
         assert path.is_file()  # the draft the run would read
+        assert (repeat, observe, wait, shown) == (request.repeat, True, None, None)
         raise InfraError("interpreter not found: /nope")
 
     with pytest.raises(InfraError, match="interpreter not found"):
-        capture(request, run_spec)  # type: ignore[arg-type]
+        capture(request, run_spec)
     assert not (tmp_path / "spec.yaml").exists()
 
 
