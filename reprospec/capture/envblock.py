@@ -476,11 +476,7 @@ def parse_machine(text: str) -> Machine:
         _PROSE_DRIVER, "version", text
     )
     if not gpus:
-        # Each model once, as many times as a count before it says (`8x A100 80GB`).
-        said_gpus: dict[str, int] = {}
-        for m in _PROSE_GPU.finditer(text):
-            said_gpus.setdefault(m["model"], int(m["count"] or 1))
-        gpus = [model for model, count in said_gpus.items() for _ in range(count)]
+        gpus = _prose_gpus(text)
     return Machine(
         torch=torch,
         torch_cuda=torch_cuda,
@@ -503,6 +499,32 @@ def _said_once(pattern: re.Pattern[str], group: str, text: str) -> str | None:
     on Ubuntu 20.04" says two: which failed is the reader's call)."""
     found = {m[group] for m in pattern.finditer(text)}
     return found.pop() if len(found) == 1 else None
+
+
+def _prose_gpus(text: str) -> list[str]:
+    """The GPUs prose says: each model once, as many times as a count before it says (`8x
+    A100 80GB`). A model said again without its memory (`on A100`, then `8x A100 80GB`) or
+    without `NVIDIA` is the same one, by its fullest name and the larger count: the machine
+    was read as nine GPUs of two models (`A100, 8x A100 80GB`). Two memories of one model
+    (`A100 40GB`, `A100 80GB`) are two."""
+    said: dict[tuple[str, str | None], tuple[str, int]] = {}
+    for m in _PROSE_GPU.finditer(text):
+        model, count = m["model"], int(m["count"] or 1)
+        memory = re.search(r" ?(\d+) ?GB$", model)
+        base = re.sub(
+            r"^(?:NVIDIA )?(?:GeForce )?|\s+", "", model[: memory.start()] if memory else model
+        )
+        key = (base.upper(), memory[1] if memory else None)
+        if memory is None:
+            # Said without its memory: the same as one said with it, where there is one.
+            key = next((k for k in said if k[0] == key[0]), key)
+        elif (key[0], None) in said:
+            # Said with it after being said without: the same one, now named fully.
+            name, seen = said.pop((key[0], None))
+            said[key] = (name, seen)
+        name, seen = said.get(key, (model, 0))
+        said[key] = (model if len(model) > len(name) else name, max(seen, count))
+    return [name for name, count in said.values() for _ in range(count)]
 
 
 def _add_prose_libraries(packages: dict[tuple[str, str], Package], text: str) -> None:

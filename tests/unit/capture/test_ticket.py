@@ -82,6 +82,17 @@ def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
     lines = compare_machine(gpus, {"torch": {"version": "2.13.0+cpu"}})
     assert "  DIFFERS  GPUs: log NVIDIA T4, 8x A100 80GB; here none" in lines
     assert lines[-1].endswith("(run the spec on a machine with NVIDIA T4, 8x A100 80GB)")
+    # One model said again without its memory or its maker ("crashes on A100", then "8x
+    # A100 80GB"): one model, by its fullest name and the larger count. It was nine GPUs,
+    # "A100, 8x A100 80GB". Two memories of one model are two.
+    again = parse_machine("Crashes on A100 after 2k steps.\nSetup: 8x A100 80GB, driver 535.1")
+    assert again.gpus == ("A100 80GB",) * 8
+    assert parse_machine("one RTX 4090, an NVIDIA GeForce RTX 4090").gpus == (
+        "NVIDIA GeForce RTX 4090",
+    )
+    assert parse_machine("passes on A100 40GB, fails on 2x A100 80GB").gpus == (
+        "A100 40GB", "A100 80GB", "A100 80GB"
+    )  # fmt: skip
 
 
 def test_a_workers_sigkill_is_said_to_be_the_oom_killers_as_the_kernel_says_or_likely() -> None:
