@@ -97,6 +97,8 @@ _PROSE_LIBRARIES = (
     "transformers",
     "triton",
     "vllm",
+    # Its `import wandb` that hangs (its service process never ready) is a ticket of its own.
+    "wandb",
     "xformers",
 )
 _PROSE_LIBRARY = re.compile(

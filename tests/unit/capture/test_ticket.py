@@ -67,6 +67,9 @@ def test_prose_says_the_libraries_the_gpus_the_driver_and_torchs_cuda() -> None:
     assert machine.requirements == (
         "numpy==1.26.2", "torch==2.1.0+cu121", "transformers==4.36.2"
     )  # fmt: skip
+    # wandb's too, whose `import wandb` hang is a ticket of its own: its version went unread.
+    said = parse_machine("hangs at `import wandb`.\nwandb 0.16.1, Python 3.11.5, Ubuntu 22.04")
+    assert said.requirements == ("wandb==0.16.1",)
     assert (machine.gpus, machine.driver, machine.torch_cuda) == (
         ("RTX 4090",), "535.104.05", "12.1"
     )  # fmt: skip
