@@ -44,6 +44,8 @@ DRAIN_WAIT_S = 1.0
 # stop waits no longer.
 ENDING_WAIT_S = 2.0
 _READ_SIZE = 1 << 16
+# A pipe's capacity at its making (Linux): a read that takes this much found it full.
+_PIPE_DEFAULT = 1 << 16
 # How often a running attempt's dead, re-parented processes are reaped.
 ZOMBIE_SWEEP_S = 0.5
 _F_SETPIPE_SZ = 1031
@@ -128,6 +130,11 @@ class _Pump:
     A `select.poll` of the pipes and the pidfd: it keeps no descriptor of its own in the
     kernel (an epoll selector costs a create, a control call per pipe in and out, and a
     close, per attempt) and no key objects in Python.
+
+    A pipe is enlarged (1 MiB: fewer, larger reads of a child that floods its output) at
+    the first read that finds it full, not at the start: most attempts never fill their
+    64 KiB, and the two resizes were two system calls and a buffer table made and freed
+    at every attempt (issue 30, item 5).
     """
 
     def __init__(self, proc: ChildHandle, stdout: Sink, stderr: Sink) -> None:
@@ -139,12 +146,11 @@ class _Pump:
         self.pidfd = -1
         # Every byte read from the child's pipes: whether it printed since one last looked.
         self.bytes_read = 0
+        # The pipes enlarged so far (`_grow`).
+        self.grown: set[int] = set()
         for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr)):
             assert pipe is not None
             fd = pipe.fileno()
-            with contextlib.suppress(OSError):
-                # Fewer, larger reads when the child floods its output.
-                fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
             os.set_blocking(fd, False)
             self.poller.register(fd, select.POLLIN)
             self.sinks[fd] = sink
@@ -174,6 +180,8 @@ class _Pump:
                 chunk = b""
             if chunk:
                 self.bytes_read += len(chunk)
+                if len(chunk) >= _PIPE_DEFAULT and fd not in self.grown:
+                    self._grow(fd)
                 try:
                     sink.write(chunk)
                 except OSError as exc:
@@ -186,6 +194,12 @@ class _Pump:
             # With a pidfd its event says so, and the root stays unreaped until run_process
             # waits for it: its zombie tells whether it ran children (tree.waited_for_children).
             self.exited = True
+
+    def _grow(self, fd: int) -> None:
+        """The child fills pipe `fd`: fewer, larger reads from now on (once a pipe)."""
+        self.grown.add(fd)
+        with contextlib.suppress(OSError):  # over the user's pipe quota: it stays as it is
+            fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
 
     def drain(self, most: int = _DRAIN_STEPS) -> int:
         """Read what the child's pipes hold now, without waiting (at most `most` reads of

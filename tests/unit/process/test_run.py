@@ -138,3 +138,24 @@ def test_lines_the_loops_own_step_read_before_the_sweep_hold_the_stall_back_too(
     _event(events, event="marker", line="step 2", phase="train", step=2)
     assert not judge.stalled(200.5)
     assert watch.last == 200.5
+
+
+_F_GETPIPE_SZ = 1032
+
+
+def test_a_pipe_is_enlarged_once_the_child_fills_it(pipe: tuple[_Pump, int, KeptSink]) -> None:
+    """Both pipes were resized to 1 MiB at every attempt's start (two system calls, most
+    attempts never fill 64 KiB); a pipe is resized at the first read that finds it full,
+    and the child's bytes all arrive either way."""
+    import fcntl
+
+    pump, out_w, kept = pipe
+    out_r = pump.proc.stdout
+    assert out_r is not None
+    os.write(out_w, b"a line\n")
+    pump.drain()
+    assert fcntl.fcntl(out_r.fileno(), _F_GETPIPE_SZ) == 1 << 16
+    os.write(out_w, b"x" * (1 << 16))  # full: the write would block for a byte more
+    pump.drain()
+    assert fcntl.fcntl(out_r.fileno(), _F_GETPIPE_SZ) == 1 << 20
+    assert kept.data == b"a line\n" + b"x" * (1 << 16)
