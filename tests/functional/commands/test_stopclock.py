@@ -90,3 +90,31 @@ print(stopclock.first_since(begin) is not None)
 
 def test_a_wakeup_descriptor_already_taken_is_left_to_its_owner() -> None:
     assert _python(TAKEN) == "False True True"
+
+
+# Every attempt asks twice whether a stop came: with none, the question reads nothing (a
+# read of the empty pipe raised BlockingIOError each time: 2 us and a system call). A byte
+# its thread has not read yet (here the main thread holds the clock's lock, so the thread
+# waits for it) is read by the question itself, as before.
+ASKED = """
+import os, signal, time
+from reprospec.core import stopclock
+
+signal.signal(signal.SIGTERM, lambda *_: None)
+stopclock.install()
+reads = []
+read = os.read
+os.read = lambda fd, n: reads.append(fd) or read(fd, n)
+begin = time.monotonic()
+for _ in range(100):
+    stopclock.first_since(begin)
+print(len(reads), end=" ")
+with stopclock._lock:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+    print(stopclock.first_since(begin) is not None, len(reads) > 0)
+"""
+
+
+def test_asking_with_no_stop_reads_nothing_and_a_waiting_byte_is_read() -> None:
+    assert _python(ASKED) == "0 True True"
