@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from reprospec.core.inputs import AttemptPlan
     from reprospec.core.sections import Environment
     from reprospec.doctor import Check, Needs
-    from reprospec.venvs import Interpreter
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -78,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
             "runner builds their images from)"
         )
     checked = None if given is None else _given_python(given, args.runner)
-    looked: dict[str | None, Interpreter | None] = {}  # (venv-packages' too)
-    interpreters, base = _interpreter(checked, needs, looked)
+    interpreters, base = _interpreter(checked, needs)
     # The docker runner's attempts import the image's torch and packages, not this
     # interpreter's: importing the host's torch (2 s of CPU) and starting CUDA on it told
     # none of the checks kept for it (shm, wsl, device, memory, limits: the machine part
@@ -125,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             else [*_captured_not(failed, needs), *made]
         ),
         *([base] if base is not None else []),
-        *_resolved(every_python, checked, links, args, looked),
+        *_resolved(every_python, checked, links, args),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
         *(_docker_checks(environments, args.spec, links) if environments else ()),
         # (the docker runner's, with a SPEC, are `_docker_checks`'; the venv runner's uv is
@@ -168,15 +166,13 @@ def _resolved(
     checked: str | None,
     links: Path | None,
     args: argparse.Namespace,
-    looked: Mapping[str | None, Interpreter | None],
 ) -> list[Check]:
-    """`venv-packages` (commands/doctorvenv.py) where the venv runner builds the cells' venvs;
-    `looked`, the interpreters `_interpreter` found for the spec's pythons."""
+    """`venv-packages` (commands/doctorvenv.py) where the venv runner builds the cells' venvs."""
     if needs is None or needs.runner != "venv":
         return []
     from reprospec.commands.doctorvenv import resolve_check
 
-    found = resolve_check(needs, checked, links, Path(args.spec).resolve().parent, looked)
+    found = resolve_check(needs, checked, links, Path(args.spec).resolve().parent)
     return [] if found is None else [found]
 
 
@@ -278,11 +274,7 @@ class _Interpreter:
     label: str = ""
 
 
-def _interpreter(
-    given: str | None,
-    needs: Needs | None,
-    looked: dict[str | None, Interpreter | None] | None = None,
-) -> tuple[list[_Interpreter], Check | None]:
+def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpreter], Check | None]:
     """The interpreters to check, the first that can be captured checked, and a failing
     `venv-python` check where the runner would find none for some cells.
 
@@ -292,8 +284,8 @@ def _interpreter(
     have, and said nothing where no 3.12 was here, which made every cell infra-error. Each
     python the cells name is looked for (a matrix over it: the last cell's alone was, and
     the cells of a python not here passed), each found returned in the cells' order.
-    `looked`, where given, is told each python looked for (None: not here), which
-    venv-packages does not look for again."""
+    (`find_interpreter` keeps each answer, a python not here too: venv-packages asks it
+    again without a second search.)"""
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells
     from reprospec.venvs.build import EnvBuildError, find_interpreter, own_interpreter_path
@@ -318,11 +310,7 @@ def _interpreter(
         except EnvBuildError as exc:
             not_here.append((str(exc), cells))
             versions.append(request)
-            if looked is not None:
-                looked[request] = None
             continue
-        if looked is not None:
-            looked[request] = interpreter
         of_path.setdefault(interpreter.path, []).append((request, cells))
     # Counted once grouped: two pythons of one interpreter (`3.11`, `3.11.7`) are one, whose
     # label named every cell of the matrix (`python 3.11 and 3.11.7 (cells py=3.11,

@@ -57,16 +57,15 @@ def resolve_check(
     given: str | None,
     find_links: Path | None,
     spec_dir: Path,
-    found: Mapping[str | None, Interpreter | None] | None = None,
 ) -> Check | None:
     """`venv-packages`: whether each distinct list of the cells' packages resolves for the
     interpreter its venv is built on (`given`, the checked --python; else each cell's
     `environment.python` as the venv runner finds it, else reprospec's own), from the index
     the venv runner installs from (the user's uv or pip configuration, and `find_links`),
     in the spec's folder. None where no cell names packages or the runner is not venv. A
-    python not found here is skipped: `venv-python` says it. `found`: the interpreters
-    already looked for (commands/doctor's `_interpreter`), each python's, None where it is
-    not here, which are not looked for again (a `uv python find` each, up to 120 s).
+    python not found here is skipped: `venv-python` says it (`find_interpreter` keeps each
+    answer, so a python commands/doctor looked for is not searched for again: a `uv python
+    find` each, up to 120 s).
 
     A list whose environment is built already in the environments folder a run uses by
     default ($REPROSPEC_ENVS, else .reprospec/envs) is not asked: the venv runner reuses it
@@ -101,7 +100,6 @@ def resolve_check(
             groups.setdefault((wanted, each.packages), []).append(cell)
     index = venvs.user_index_config((find_links,) if find_links is not None else ())
     envs = venvs.envs_folder(DEFAULT_OUT)
-    interpreters: dict[str | None, Interpreter | None] = dict(found or {})
     unsatisfiable: list[str] = []
     unknown: list[str] = []
     unasked = 0  # lists not asked once the index did not answer, or uv timed out twice
@@ -111,14 +109,10 @@ def resolve_check(
     built = 0
     lists = 0
     for (wanted, packages), cells in groups.items():
-        if wanted not in interpreters:
-            try:
-                interpreters[wanted] = venvs.find_interpreter(wanted)
-            except venvs.EnvBuildError:
-                interpreters[wanted] = None  # said by venv-python
-        python = interpreters[wanted]
-        if python is None:
-            continue
+        try:
+            python = venvs.find_interpreter(wanted)
+        except venvs.EnvBuildError:
+            continue  # said by venv-python
         lists += 1
         if _built(python, packages, index, envs, spec_dir):
             built += 1  # already built: reused as is

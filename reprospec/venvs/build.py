@@ -221,10 +221,34 @@ def own_interpreter_path() -> str:
     return os.path.realpath(sys.executable)
 
 
-@lru_cache(maxsize=32)
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
-    among the interpreters on this machine), or None for reprospec's own interpreter."""
+    among the interpreters on this machine), or None for reprospec's own interpreter.
+    Each request is looked for once a process (`_looked_up`), found or not."""
+    found = _looked_up(request)
+    if isinstance(found, EnvBuildError):
+        raise found.with_traceback(None)
+    return found
+
+
+@lru_cache(maxsize=32)
+def _looked_up(request: str | None) -> Interpreter | EnvBuildError:
+    """`find_interpreter`'s answer, kept: an interpreter not here too (a `uv python find` of
+    up to 120 s, and the search past it). Only a found one was kept, so doctor kept the
+    failures in a dict of its own beside this cache, handed from check to check."""
+    try:
+        return _find_interpreter(request)
+    except EnvBuildError as exc:
+        return exc
+
+
+def forget_interpreters() -> None:
+    """Drop what `find_interpreter` kept (a test that changes PATH between searches)."""
+    _looked_up.cache_clear()
+
+
+def _find_interpreter(request: str | None) -> Interpreter:
+    """`find_interpreter`'s search itself, made anew each call."""
     said: str | None = None  # the version a search read already (it ran the interpreter)
     if request is None:
         path = own_interpreter_path()

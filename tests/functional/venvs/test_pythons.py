@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.venvs import EnvBuildError, find_interpreter
+from reprospec.venvs.build import forget_interpreters
 
 MINOR = ".".join(map(str, sys.version_info[:2]))
 FULL = ".".join(map(str, sys.version_info[:3]))
@@ -41,7 +42,7 @@ def _pyenv(root: Path, *, with_version: bool) -> Path:
 def _fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No answer kept from another test, and no `.venv` in the folder uv starts in (uv
     takes a project's `.venv` first: this checkout's would answer for it)."""
-    find_interpreter.cache_clear()
+    forget_interpreters()
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
 
@@ -156,3 +157,23 @@ def test_the_interpreter_found_is_started_once(
     assert starts.read_text().splitlines() == ["started"]
     if how == "pyenv":
         assert shim_starts.read_text().splitlines() == ["started"]
+
+
+def test_a_python_not_here_is_looked_for_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a found interpreter was kept: each ask of one not here ran `uv python find`
+    again (up to 120 s), and doctor kept the failures in a dict of its own beside the cache,
+    handed from check to check. uv runs through a script that counts its calls."""
+    from reprospec.venvs import build
+
+    calls = tmp_path / "calls"
+    spy = tmp_path / "uv"
+    spy.write_text(f'#!/bin/sh\necho "$1 $2" >> {calls}\nexec {build.uv_binary()} "$@"\n')
+    spy.chmod(0o755)
+    monkeypatch.setattr(build, "uv_binary", lambda: str(spy))
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
+    for _ in range(2):
+        with pytest.raises(EnvBuildError, match=r"3\.99"):
+            find_interpreter("3.99")
+    assert calls.read_text().splitlines() == ["python find"]

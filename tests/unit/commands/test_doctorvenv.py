@@ -184,25 +184,3 @@ def test_without_uv_it_is_said_once(
     assert check.status == "warn"
     assert check.why.count("uv is not installed") == 1, check.why
     assert asked == []
-
-
-def test_the_interpreters_doctor_found_are_not_looked_for_again(
-    asked: list[tuple[str, ...]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def search(request: str | None = None) -> venvs.Interpreter:
-        raise AssertionError(f"looked for {request} again")
-
-    monkeypatch.setattr(venvs, "find_interpreter", search)
-    needs = _needs(("six==1",))
-    needs = doctor.Needs(
-        packages=needs.packages,
-        package_sets=needs.package_sets,
-        runner="venv",
-        cells=1,
-        python="3.11",
-        pythons=(("3.11", ("v=0",)),),
-    )
-    check = resolve_check(needs, None, None, tmp_path, {"3.11": PYTHON})
-    assert check is not None
-    assert check.status == "pass"
-    assert asked == [("six==1",)]
