@@ -267,3 +267,30 @@ def test_engine_modules_do_not_import_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.stdout == "False\n", done.stderr
+
+
+def test_an_ended_roots_stat_is_read_whole_in_one_read(tmp_path: Path) -> None:
+    """`waited_for_children` read the root's /proc/PID/stat to the end: a second read that
+    found nothing, at every attempt's end. One read of a page takes the whole line, even
+    of a program whose name is a full command name's length and spaces and parentheses."""
+    program = tmp_path / "a (long) name here"
+    program.symlink_to("/bin/sh")
+    proc = subprocess.Popen([str(program), "-c", "sleep 0.2 & wait"])
+    try:
+        assert wait_for_zombie(proc.pid)
+        whole = tree.read_proc(f"/proc/{proc.pid}/stat")
+        assert b"(a (long) name " in whole
+        assert tree.read_stat(proc.pid) == whole
+        assert whole.endswith(b"\n")
+        assert tree.waited_for_children(proc.pid) is True  # it waited for its sleep
+    finally:
+        proc.wait()
+
+
+def wait_for_zombie(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if tree.read_proc(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[0] == b"Z":
+            return True
+        time.sleep(0.01)
+    return False
