@@ -37,7 +37,6 @@ from reprospec.core.runoptions import RunOptions, WordSet, check_options, rerun_
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.core.trylock import search_held
 from reprospec.core.words import FRESH_PREFIX, plural
-from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, UsageError, suggest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import (
@@ -47,10 +46,9 @@ from reprospec.isolation.state import (
     search_id,
 )
 from reprospec.perturb.fork import unforkable
+from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.attempt import reads_attempt
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
-from reprospec.runners import kept_servers
-from reprospec.store.db import held_open
 
 Progress = Callable[[str], None]
 
@@ -225,9 +223,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     return tuple(out)
 
 
-@shared_captures()  # its runs share one environment capture (environment/probe.py)
-@held_open()  # the store checkpointed once, as the search ends (store/db.py)
-@kept_servers  # and under run.preload (or --preload), one server for the base's probes
+@search_scope()
 def amplify_spec(
     spec_path: str | Path,
     options: AmplifyOptions,

@@ -46,11 +46,10 @@ from reprospec.core.sections import Environment
 from reprospec.core.trylock import search_held
 from reprospec.core.words import build_log_phrase, plural
 from reprospec.environment import packages
-from reprospec.environment.probe import shared_captures
 from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.export.tree import program_digest
+from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, cell_filters, choose_failing_cell, fails
-from reprospec.store.db import held_open
 from reprospec.store.runfolder import RunFolder
 
 
@@ -80,8 +79,7 @@ Progress = Callable[[str], None]
 _AXIS_VALUE = repr("AXIS=VALUE")
 
 
-@shared_captures()  # its runs share one environment capture (environment/probe.py)
-@held_open()  # the store checkpointed once, as the search ends (store/db.py)
+@search_scope(servers=False)  # each version an interpreter of its own
 def bisect_spec(
     request: BisectRequest,
     *,

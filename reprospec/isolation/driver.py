@@ -34,7 +34,6 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, Words, WordSet, check_options
 from reprospec.core.words import plural
-from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import (
     AttemptKind,
@@ -67,9 +66,8 @@ from reprospec.isolation.state import (
     held_state,
     search_id,
 )
+from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, fails, needs_expect
-from reprospec.runners import kept_servers
-from reprospec.store.db import held_open
 
 if TYPE_CHECKING:
     from reprospec.pipeline import stages
@@ -129,9 +127,7 @@ class IsolateOptions:
         )
 
 
-@shared_captures()  # its runs share one environment capture (environment/probe.py)
-@held_open()  # the store checkpointed once, as the search ends (store/db.py)
-@kept_servers  # and under run.preload (or --preload), one server for every candidate's run
+@search_scope()
 def isolate_spec(
     spec_path: str | Path,
     options: IsolateOptions,

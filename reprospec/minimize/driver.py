@@ -58,7 +58,6 @@ from reprospec.core.results import AttemptResult, Rate, RunResult
 from reprospec.core.runoptions import PathArg, RunOptions, WordSet, check_options
 from reprospec.core.trylock import SEARCH_LOCK, try_locked
 from reprospec.core.words import interval_bounds, plural
-from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import Tally
 from reprospec.isolation.differences import MISSING, same_setting
@@ -102,11 +101,10 @@ from reprospec.minimize.workload import (
     workload_fields,
 )
 from reprospec.outcome.hangsource import source_at
+from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
-from reprospec.runners import kept_servers
 from reprospec.spec.yamlsource import Problem, locate
-from reprospec.store.db import held_open
 
 Progress = Callable[[str], None]
 MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
@@ -162,12 +160,10 @@ class MinimizeOptions:
         )
 
 
-@shared_captures()  # its runs share one environment capture (environment/probe.py)
 # Under run.preload, every run of the minimization forks from the same servers (one `import
 # torch` for the whole search, not one per candidate), and the candidates run in one
 # folder, since a server is keyed by its workdir (process/forkserver.py).
-@held_open()  # the store checkpointed once, as the search ends (store/db.py)
-@kept_servers
+@search_scope()
 def minimize_spec(
     spec_path: str | Path,
     options: MinimizeOptions,
