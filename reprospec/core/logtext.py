@@ -257,6 +257,11 @@ def printable(text: str, *, one_line: bool = False) -> str:
     text, not move the cursor, retitle the window or hide what follows. Tabs and
     newlines stay, unless `one_line` (a table cell, a progress line) asks for them too.
     """
+    if text.isprintable():
+        # Nothing to write out (every character either table or pattern names is one
+        # `isprintable` refuses): the common case, a progress line per attempt, at the cost
+        # of one pass in C, where the translation built a copy through a dict per character.
+        return text
     if text.isascii():
         return text.translate(_ASCII_ESCAPES_OR_NEWLINE if one_line else _ASCII_ESCAPES)
     return re.sub(_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE, _escape, text)

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.core.logtext import excerpt, without_escapes
+from reprospec.core.logtext import (
+    _UNPRINTABLE,
+    _UNPRINTABLE_OR_NEWLINE,
+    _escape,
+    excerpt,
+    printable,
+    without_escapes,
+)
 from reprospec.outcome.evidence import read_log
 
 
@@ -290,3 +297,17 @@ def test_shell_line_keeps_a_command_of_several_lines_on_one_and_reads_back() -> 
     assert shell_split(line) == words
     # Words without a control character are written as shell_join writes them.
     assert shell_line(["a b", "é", "b\udcfe"]) == shell_join(["a b", "é", "b\udcfe"])
+
+
+def test_a_line_with_nothing_to_write_out_is_given_back_as_it_is() -> None:
+    # A progress line per attempt: nothing in it to escape, and no copy made of it (the
+    # translation through a dict per character was most of what printing it cost).
+    line = "[5/1000] default #1: pass (match, 0.00s, eta 3m10s)"
+    assert printable(line, one_line=True) is line
+    assert printable(line) is line
+    # Every character either mode writes out is still written out, whatever is beside it.
+    for code in (*range(0x00, 0x100), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), 0x2066):
+        for text in (chr(code), f"é {chr(code)}", f"a {chr(code)} b"):
+            for one_line in (False, True):
+                want = re.sub(_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE, _escape, text)
+                assert printable(text, one_line=one_line) == want, (code, one_line)
