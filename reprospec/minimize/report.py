@@ -734,7 +734,7 @@ def _same_line(found: Minimized) -> str:
     )
     loops = loops_kept(found.result.program)
     kept = (
-        f"; {plural(len(loops), 'loop')} left whole, never replaced by its body, which reads "
+        f"; {plural(len(loops), 'loop')} left whole, each never replaced by its body, which reads "
         f"its variable ({', '.join(f'`{loop}`' for loop in loops)}): the body alone runs once, "
         "on whatever that name held before (an earlier loop's last item: only the last "
         "thread joined), another program that may fail the same way"

@@ -430,7 +430,7 @@ def test_a_loop_kept_because_its_body_reads_its_variable_is_told() -> None:
     raced = replace(result, program=program(race))
     md = markdown(answer(raced, stopped=False))
     assert (
-        "; 2 loops left whole, never replaced by its body, which reads its variable "
+        "; 2 loops left whole, each never replaced by its body, which reads its variable "
         "(`for t in threads`, `for t in threads`): the body alone runs once"
     ) in md, md
     assert "`for t in threads`" not in markdown(answer(result, stopped=False))
