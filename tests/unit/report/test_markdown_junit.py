@@ -156,6 +156,22 @@ def test_summary_line_names_failure_and_counts() -> None:
     )
 
 
+def test_a_search_probes_headline_says_its_attempts_and_who_judges_them() -> None:
+    # A minimize probe's report.md read "as expected in 0 of 1 cell (1/2 attempts)": the
+    # cell's verdict is the engine's rule (every attempt), which the search does not ask;
+    # it accepted the candidate, failing at its first matching attempt.
+    run = segfault_matrix()
+    probe = replace(run, options={**run.options, "purpose": "minimize"})
+    line = summary_line(probe)
+    assert line == (
+        "crash SIGSEGV (worker) @ validation:7 in 1 of 4 cells; a probe of minimize: 1/4 "
+        "attempts as expected, which the minimize search judges by its own rule (its "
+        "report), not cell by cell"
+    )
+    assert "as expected in" not in line
+    assert summary_line(run).endswith("as expected in 1 of 4 cells (1/4 attempts)")
+
+
 def test_the_headline_names_no_step_that_only_some_cells_of_a_signature_reached() -> None:
     # The signature leaves the step out (`error:RuntimeError:train`): the lr=0.1 cell raising
     # at train:2 is in lr=1.0's group (train:3), and the headline read `@ train:3 in 2 of 2
