@@ -7,7 +7,7 @@ import threading
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, NamedTuple
@@ -170,7 +170,9 @@ class Progress:
                     self._bar.update(self._task, description=description)
                 return
             assert result is not None
-            self._ended(cell.id, result)
+            # One reading of the clock for the line: its end, its ETA, when it was written.
+            now = time.monotonic()
+            self._ended(cell.id, result, now)
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             if mark == "miss" and result.mismatches:
                 # Which `expect` keys it missed: the phrase says what happened, not which of
@@ -185,7 +187,7 @@ class Progress:
             self._took += max(result.duration_s, 0.0)
             line = printable(
                 f"[{finished}/{total}] {cell.id} #{result.attempt}: {attempt_phrase(result)} "
-                f"({mark}, {seconds(result.duration_s)}{self._eta(finished, total)})",
+                f"({mark}, {seconds(result.duration_s)}{self._eta(finished, total, now)})",
                 one_line=True,
             )
             if self._bar is not None and self._task is not None:
@@ -195,9 +197,9 @@ class Progress:
                 # One write of the line and its end (print makes two system calls of it).
                 self.stream.write(line + "\n")
                 self.stream.flush()
-                self._written = time.monotonic()
+                self._written = now
 
-    def _ended(self, cell_id: str, result: AttemptResult) -> None:
+    def _ended(self, cell_id: str, result: AttemptResult, now: float) -> None:
         """Forget the start of the attempt of `cell_id` that ended: of two of one cell running
         at once (`-j` over `repeat`), the one that started `duration_s` before its end, or
         nearest. Its end is `result.finished`, not now: a command line's run says an end
@@ -208,7 +210,7 @@ class Progress:
         starts = self._cell_starts.get(cell_id)
         if not starts:
             return
-        ended = time.monotonic() - _said_late(result.finished)
+        ended = now - _said_late(result.finished)
         began = ended - max(result.duration_s, 0.0)
         i = bisect_left(starts, began)
         if i == len(starts) or (i > 0 and began - starts[i - 1] <= starts[i] - began):
@@ -219,7 +221,7 @@ class Progress:
         del self._starts[bisect_left(self._starts, at)]
         self._most = max(self._most, 1 + bisect_left(self._starts, ended))
 
-    def _eta(self, finished: int, total: int) -> str:
+    def _eta(self, finished: int, total: int, now: float) -> str:
         """`, eta 3m10s` for a log line while attempts are left: the attempts' time left (of
         each running one, what the mean attempt has left of it; of each yet to start, the
         mean attempt), shared among the attempts that run at once, and never less than the
@@ -229,7 +231,6 @@ class Progress:
         if finished >= total or self._done == 0:
             return ""
         per_attempt = self._took / self._done
-        now = time.monotonic()
         # Newest first: only those that started less than `per_attempt` ago have time left.
         left_running = longest = 0.0
         for start in reversed(self._starts):
@@ -243,6 +244,10 @@ class Progress:
         return f", {time_left(max(left, longest))}"
 
 
+# The wall clock, as `finished` is written (bound here: the tests set `time` to a fake clock).
+_epoch = time.time
+
+
 def _said_late(finished: str) -> float:
     """How long ago an attempt that ended at `finished` (ISO-8601 UTC, as AttemptResult has
     it) ended: 0 where it is not a time, or in the future (the wall clock moved)."""
@@ -252,7 +257,8 @@ def _said_late(finished: str) -> float:
         return 0.0
     if end.tzinfo is None:
         return 0.0
-    return max((datetime.now(timezone.utc) - end).total_seconds(), 0.0)
+    # (the epoch's seconds, not a datetime subtracted: read once per attempt's line)
+    return max(_epoch() - end.timestamp(), 0.0)
 
 
 def console_names(run: RunResult) -> Callable[[str], str]:

@@ -4,6 +4,7 @@ attempt runs long with nothing written."""
 from __future__ import annotations
 
 import io
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -154,3 +155,32 @@ def test_the_eta_at_j_1_is_not_shared_among_attempts_whose_ends_are_not_said_yet
     # now), which left the first attempt's start as the one still running.
     assert first.endswith(", eta 6s)") or first.endswith(", eta 7s)"), first
     assert later.endswith(", eta 5s)") or later.endswith(", eta 6s)"), later
+
+
+def test_an_attempts_line_reads_each_clock_once() -> None:
+    # Said once per attempt on the run's main thread: the monotonic clock was read three
+    # times a line (its end, its ETA, when it was written) and its lateness made a datetime
+    # of now and a timedelta of the difference.
+    cell = Cell(id="default", index=0, matrix={})
+    result = replace(
+        AttemptResult.not_run(1, "ran"),
+        duration_s=0.001,
+        finished=datetime.now(timezone.utc).isoformat(),
+    )
+    called: list[str] = []
+
+    def count(_frame: object, event: str, arg: object) -> None:
+        if event == "c_call":
+            called.append(getattr(arg, "__name__", ""))
+
+    stream = io.StringIO()
+    with progress.Progress(10, stream=stream) as shown:
+        shown.update("start", cell, None, 0, 10)
+        sys.setprofile(count)
+        try:
+            shown.update("attempt", cell, result, 1, 10)
+        finally:
+            sys.setprofile(None)
+    assert stream.getvalue().startswith("[1/10] default #1: ")
+    assert called.count("monotonic") == 1, called
+    assert "now" not in called, called
