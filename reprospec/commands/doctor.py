@@ -227,6 +227,7 @@ def _captured_not(failed: Sequence[tuple[_Interpreter, str]], needs: Needs | Non
     with why): a `capture` check naming them and their cells, failed where a cell is a
     workload (each of theirs is an infra error), else a warning. `python: ["3.9", "3.11"]`
     failed every cell on 3.9's capture, the 3.11 cells never checked."""
+    from reprospec.core.words import cells_not_run
     from reprospec.doctor import Check
 
     if not failed:
@@ -238,8 +239,8 @@ def _captured_not(failed: Sequence[tuple[_Interpreter, str]], needs: Needs | Non
             "fail" if workload else "warn",
             "; ".join(f"{each.label}: {why}" for each, why in failed)
             + (
-                ": a workload runs reprospec's harness in the interpreter, so the workload "
-                "cells of it are infra errors, not run"
+                ": a workload runs reprospec's harness in the interpreter, so "
+                + cells_not_run("workload")
                 if workload
                 else ""
             ),
@@ -518,6 +519,7 @@ def _docker_checks(
     (part of a packages image's tag): without them doctor named an image the run of
     `--find-links DIR` never builds, and checked that one."""
 
+    from reprospec.core.words import cells_not_run
     from reprospec.doctor import Check
     from reprospec.errors import InfraError
     from reprospec.runners.docker import image
@@ -548,7 +550,7 @@ def _docker_checks(
         reason = image.unavailable(client, recipe)
         if reason is not None:
             # The run's own words for it, as each of its cells' infra-error would say them.
-            why = f"{reason}; every cell that runs in it is an infra error, not run"
+            why = f"{reason}; {cells_not_run()}"
             checks.append(Check("docker-image", "fail", why))
         elif image.image_present(client, recipe.tag):
             checks.append(Check("docker-image", "pass", f"image {recipe.tag} is here"))

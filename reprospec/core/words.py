@@ -828,6 +828,15 @@ def agree(n: int, one: str = "was", other: str = "were") -> str:
     return one if n == 1 else other
 
 
+def cells_not_run(kind: str = "") -> str:
+    """`every cell of it is an infra error, not run`: the one way doctor says which cells a
+    problem it found makes infra errors, whatever `it` is (a package, an interpreter, an
+    image); `kind`, the cells' where only those are (`workload`). Its checks said it three
+    ways: `every cell that names it is ...`, `the workload cells of it are infra errors`,
+    `every cell that runs in it is ...`."""
+    return f"every {kind + ' ' if kind else ''}cell of it is an infra error, not run"
+
+
 def noun(n: int, word: str, many: str = "") -> str:
     """`cell` for 1, `cells` for any other count: the word after a count written apart
     from it (`1/1 cell reproduced`, `3/4 attempts`, `0 other sets on the way`)."""

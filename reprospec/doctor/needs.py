@@ -353,6 +353,8 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
 
 def _spec_environment(env: Captured, needs: Needs) -> Check:
     """`check_spec_environment` but for the venv runner's cells without torch."""
+    from reprospec.core.words import cells_not_run  # (not read to import this module)
+
     if needs.python is None and not needs.packages:
         return _NAMES_NONE
     python = _python_problems(env, needs)
@@ -365,8 +367,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(shadowed)
-            + ": the venv runner's attempts inherit PYTHONPATH, so every cell that names it is "
-            "an infra error, not run",
+            + f": the venv runner's attempts inherit PYTHONPATH, so {cells_not_run()}",
             "unset PYTHONPATH for the run, or leave that folder out of it",
         )
     if packages and needs.runner == "local":
@@ -374,7 +375,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(packages)
-            + ": on the local runner every cell that names it is an infra error, not run"
+            + f": on the local runner {cells_not_run()}"
             + (f" (and {'; '.join(python)})" if python else ""),
             "install them into this interpreter, run with --python PATH of one that has them, "
             "or with --runner venv (it installs them; `doctor --runner venv` checks for that)",
@@ -444,11 +445,13 @@ def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = (
     """`spec-environment` failed by what the runner refuses of any interpreter (`refused`),
     with what else the checked interpreter lacks (`also`): the one wording of
     `check_spec_environment` and `check_refused_packages`."""
+    from reprospec.core.words import cells_not_run
+
     return Check(
         "spec-environment",
         "fail",
         "; ".join(refused)
-        + f": on the {needs.runner} runner every cell that names it is an infra error, not run"
+        + f": on the {needs.runner} runner {cells_not_run()}"
         + (f" (and {'; '.join(also)})" if also else ""),
         _REFUSED_TODO.get(needs.runner, ""),
     )

@@ -75,7 +75,7 @@ def test_a_spec_package_the_interpreter_lacks_fails_on_the_local_runner_only(
     (line,) = [ln for ln in local.stdout.splitlines() if " spec-environment " in ln]
     assert " ".join(line.split()) == (
         "FAIL spec-environment sqlparse-not-here is not installed (the cell needs "
-        "sqlparse-not-here==0.5.3): on the local runner every cell that names it is an infra "
+        "sqlparse-not-here==0.5.3): on the local runner every cell of it is an infra "
         "error, not run"
     )
     assert local.code == 1, local.stdout + local.stderr
@@ -363,7 +363,7 @@ def test_a_python_of_a_matrix_the_capture_cannot_run_in_leaves_the_others_checke
         capture = checks["capture"]
         assert capture["status"] == "fail", capture
         assert capture["why"].startswith(f"python {python} (cell py={python}): "), capture
-        assert "the workload cells of it are infra errors" in capture["why"]
+        assert "so every workload cell of it is an infra error, not run" in capture["why"]
         assert "every workload cell" not in checks["spec-environment"]["why"]
         assert checks["shm"]["status"] == "pass"
 

@@ -415,7 +415,7 @@ def test_doctor_for_the_docker_runner_checks_the_engine_and_each_cells_image(
             "fail",
             "docker image reprospec-test-absent:never is missing (reprospec never pulls "
             "implicitly): run `docker pull reprospec-test-absent:never` or build it; every "
-            "cell that runs in it is an infra error, not run",
+            "cell of it is an infra error, not run",
         ),
     ]
     assert [c["status"] for c in checks if c["name"] == "docker"] == ["pass"]
