@@ -23,7 +23,7 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
-from reprospec.core.logtext import undecodable_byte, unescaped_name
+from reprospec.core.logtext import undecodable_byte, unescaped_name, without_escapes
 from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
@@ -787,6 +787,10 @@ def traceback_stack(output: str, exception: str | None = None) -> str | None:
     # A rank's lines tagged (torch's `[rank1]: `, torchrun's `--tee`'s `[default1]:`) are
     # read, and returned for crash_frame, as the rank printed them.
     output = RANK_PREFIX.sub("", output)
+    # Read without its escapes, as the parser reads it (a colour's reset left before a
+    # header began no block: the title lost its frame).
+    if "\x1b" in output:
+        output = without_escapes(output)
     # Each from its header's line, as the traceback parser reads one (an exception group's
     # `  + Exception Group Traceback`, a DataLoader worker's own `Original Traceback`): the
     # header's words anywhere in a line began a block of their own (an exception's message

@@ -58,12 +58,24 @@ def traceback_starts(lines: list[str]) -> list[int]:
     torch's reraise (`Original Traceback`). The one rule of a header, which capture's
     footprint asks too: a header's words inside a line (an exception's message quoting a
     child's output, `RuntimeError: child said: Traceback (most recent call last): ...`) and
-    a group member's `| Traceback` begin none."""
+    a group member's `| Traceback` begin none. A header glued to the end of a line that is
+    no exception's (a tqdm bar's last draw, `\r 10%|#  | 1/10 [00:00<00:01]Traceback (most
+    recent call last):`, common in an ML log) begins one where a frame line follows it."""
     return [
         index
         for index, line in enumerate(lines)
-        if _TB_HEADER.match(line) or line.strip() == _ORIGINAL_HEADER
+        if _TB_HEADER.match(line) or line.strip() == _ORIGINAL_HEADER or _glued(lines, index)
     ]
+
+
+def _glued(lines: list[str], index: int) -> bool:
+    """Whether `lines[index]` ends in CPython's header after other output (not an
+    exception's message quoting it) and a traceback's frame line comes next."""
+    line = lines[index].rstrip()
+    if not line.endswith(TRACEBACK_HEADER) or index + 1 >= len(lines):
+        return False
+    before = line[: -len(TRACEBACK_HEADER)].strip()
+    return STACK_FRAME.match(lines[index + 1]) is not None and not EXCEPTION_LINE.match(before)
 
 
 def is_group_header(line: str) -> bool:

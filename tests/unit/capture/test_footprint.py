@@ -176,3 +176,23 @@ def test_a_traceback_begins_where_the_parser_reads_a_header_not_at_its_words() -
     reraised = (DATA / "recorded" / "dataloader-reraised-deep.stderr.log").read_text()
     stack = traceback_stack(reraised, "ValueError")
     assert crash_frame(stack, workdir) == "label_of (train.py:18)"
+    # A header as the parser reads it, where the raw line is more: after a coloured log
+    # line's reset, and glued to a tqdm bar's last draw (review).
+    raised = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/proj/run.py", line 9, in <module>\n'
+        "    step()\n"
+        '  File "/home/me/proj/run.py", line 5, in step\n'
+        '    raise ValueError("nan")\n'
+        "ValueError: nan\n"
+    )
+    coloured = "\x1b[0m" + raised
+    assert crash_frame(traceback_stack(coloured, "ValueError"), workdir) == "step (run.py:5)"
+    bar = "\r  0%|          | 0/10 [00:00<?, ?it/s]\r 10%|#         | 1/10 [00:00<00:01]"
+    assert crash_frame(traceback_stack(bar + raised, "ValueError"), workdir) == "step (run.py:5)"
+    # An exception's message that ends in the header, a frame line after it, is still none.
+    quoting = (
+        raised + "RuntimeError: child said: Traceback (most recent call last):\n"
+        '  File "/home/me/proj/w.py", line 3, in <module>\n'
+    )
+    assert crash_frame(traceback_stack(quoting), workdir) == "step (run.py:5)"
