@@ -607,8 +607,17 @@ def _capture(
         presets=presets,
         files=files,
         packages=packages,
-        # Unknown where another interpreter could not be read: left out, not ours.
-        python=pinned.python or (None if request.python is None and elsewhere is None else ""),
+        # Unknown where another interpreter could not be read: left out, not ours. None
+        # where no Python ran (a C program's crash): the engine's version was pinned for
+        # it, a run warning on every machine with another Python.
+        python=(
+            pinned.python or (None if request.python is None and elsewhere is None else "")
+            if modules
+            or installed
+            or searched(run_dir, attempts)
+            or _names_python(request.argv, workdir)
+            else ""
+        ),
         observed=observed,
         hydra=hydra,
         last_import=last_import,
@@ -1273,6 +1282,28 @@ def chosen_interpreter(
             words[at] = Path(program).name
         return tuple(words), _not_ours(line[0])
     return tuple(words), None
+
+
+def _names_python(argv: Sequence[str], workdir: Path) -> bool:
+    """Whether the command's program (past its variables and wrappers) is Python, a `.py`
+    script or one whose `#!` names Python, or a program that runs anything (a shell, a
+    launcher): a Python of it that ran without the engine's sitecustomize (`python -I`,
+    `-S`), which records nothing, ran all the same."""
+    from reprospec.core.shellline import SHELLS, shebang
+
+    words = list(argv)
+    at = program_start(words)
+    if at is None or at >= len(words):
+        return True  # no program found past the wrappers: not sure, so Python's
+    program = words[at]
+    name = Path(program).name
+    if is_python(name) or name.endswith((".py", ".pyw")) or name in SHELLS:
+        return True
+    found = shutil.which(program) if "/" not in program else str(workdir / program)
+    line = shebang(Path(found), 512) if found else []
+    return bool(line) and (
+        is_python(line[0]) or is_python(line[-1]) or Path(line[-1]).name in SHELLS
+    )
 
 
 def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:

@@ -582,6 +582,27 @@ def test_an_environments_console_script_by_its_path_is_written_by_its_name(
     assert environment["packages"] == ["nu-only-pkg==1.2.3"]
 
 
+def test_a_native_programs_spec_names_no_python(cli: Cli, tmp_path: Path) -> None:
+    # A program that is no Python (a copy of `false`, as a C program of the user's): the
+    # spec pinned the engine's Python version, a run warning on every machine with another.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    shutil.copy("/bin/false", workdir / "fails")
+    result = capture(cli, workdir, "./fails", "--x", "1")
+    assert "verdict reproduced" in result.stdout, result.stdout
+    environment = spec_document(workdir).get("environment") or {}
+    assert isinstance(environment, dict)
+    assert "python" not in environment
+    assert "packages" not in environment
+    # A Python script of its own by its path (its `#!` names Python) still pins it.
+    (workdir / "fails.py").write_text("#!/usr/bin/env python3\nimport sys\nsys.exit(1)\n")
+    (workdir / "fails.py").chmod(0o755)
+    capture(cli, workdir, "./fails.py", options=("--force",))
+    pinned = spec_document(workdir).get("environment")
+    assert isinstance(pinned, dict)
+    assert "python" in pinned
+
+
 def test_no_packages_are_pinned_of_the_engine_for_a_script_that_runs_another_python(
     cli: Cli, tmp_path: Path
 ) -> None:
