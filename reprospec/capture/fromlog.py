@@ -307,6 +307,13 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         env.append(
             EnvLine("CUDA_LAUNCH_BLOCKING", "1", "the error is a CUDA one: name the op", True)
         )
+    # A CUDA error's spec asks for a GPU, whose slot the engine hands each attempt in
+    # CUDA_VISIBLE_DEVICES over the spec's own: the sender's `CUDA_VISIBLE_DEVICES=1`
+    # written in env said a device the run never chose (and where `gpus` is taken out, one
+    # this machine may lack: no GPU at all).
+    devices = next((line for line in env if line.name == "CUDA_VISIBLE_DEVICES"), None)
+    if ticket.cuda_error and devices is not None:
+        env.remove(devices)
     todo += _prose_settings(ticket, {line.name for line in env})
     if failure.phase is not None and not _phase_reported(ticket, pytest=pytest):
         # Only a frame's name (`training_step`) or pytest's report of a command that is no
@@ -358,6 +365,14 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             f"  reprospec capture --from-log {'-' if source == 'stdin' else shell_line([source])}",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
             *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
+            *(
+                (
+                    f"The command's CUDA_VISIBLE_DEVICES={devices.value} (the sender's GPU) is"
+                    " left out: environment.gpus hands each attempt a GPU of its own.",
+                )
+                if ticket.cuda_error and devices is not None
+                else ()
+            ),
             *(
                 (
                     f"The command is a guess from pytest's report of {ticket.test} (the log"

@@ -4463,3 +4463,22 @@ def test_a_console_script_is_one_rule_for_a_live_capture_and_a_ticket(
         assert read.command.split()[0].strip("'") == ticketed, name
         # Either way a Python program's: its spec asks for a Python.
         assert not read.native, name
+
+
+def test_a_cuda_errors_skeleton_leaves_out_the_senders_visible_devices() -> None:
+    # `CUDA_VISIBLE_DEVICES=1 python bench.py` of a CUDA error: the skeleton asked for a
+    # GPU and wrote `CUDA_VISIBLE_DEVICES: '1'` in env, a device the engine's GPU slot
+    # overrides (and, without `gpus`, one a machine of one GPU lacks).
+    log = (
+        "$ CUDA_VISIBLE_DEVICES=1 python bench.py --n 4096\nTraceback (most recent call last):\n"
+        '  File "/home/u/bench.py", line 18, in kernel\n    return f(x).item()\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    draft = skeleton(read_ticket(log), "log.txt")
+    assert draft.gpus is not None
+    assert "CUDA_VISIBLE_DEVICES" not in {line.name for line in draft.env}
+    assert any("CUDA_VISIBLE_DEVICES=1 (the sender's GPU) is left out" in h for h in draft.header)
+    # Without a CUDA error no GPU is asked for: the command's setting is the spec's.
+    segv = "$ CUDA_VISIBLE_DEVICES=0 python train.py\nSegmentation fault (core dumped)\n"
+    env = skeleton(read_ticket(segv), "log.txt").env
+    assert [(line.name, line.value) for line in env] == [("CUDA_VISIBLE_DEVICES", "0")]
