@@ -39,7 +39,7 @@ from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
 from reprospec.pipeline.programfiles import program_files, refuse_other_files
-from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
+from reprospec.pipeline.scheduler import ProgressCallback, ProgressEvent, Scheduler
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
 from reprospec.report import warm_up
@@ -299,12 +299,25 @@ def execute(
             folder.end_cells([cell.id])  # its attempts' prunes left its folder to its end
             judged.add(cell, attempts)
 
+        def committed_then_said(
+            event: ProgressEvent,
+            cell: Cell,
+            result: AttemptResult | None,
+            finished: int,
+            total: int,
+        ) -> None:
+            if event == "attempt" and result is not None:
+                # Its row is committed before its line is said (`_Keeper.record`).
+                keeper.said(result)
+            if progress is not None:
+                progress(event, cell, result, finished, total)
+
         scheduler = Scheduler(
             plan,
             run_attempt,
             gpu_pool=gpu_pool,
             on_attempt=keeper.record,
-            progress=progress,
+            progress=committed_then_said,
             done=resume.done if resume else None,
             cancel=cancel,
             on_cell=on_cell,
@@ -366,6 +379,8 @@ def execute(
             scheduler.settle()
         except BaseException as exc:
             interrupted, raised = True, raised or exc
+        # Every attempt that ended is committed, said or not (a stop's, a callback's raise).
+        keeper.flush()
         set_aside = scheduler.set_aside()
         if set_aside:
             keeper.forget(set_aside)
@@ -465,7 +480,7 @@ def execute(
                     finished=result.finished,
                 )
             except StoreError as exc:
-                keeper.failed(str(exc), full=exc.full)
+                keeper.store_failed(exc)
         if keeper.failure is not None:
             # The store still calls the run running: engine.json says why it is not.
             folder.note_stop(keeper.stop_reason())
@@ -553,6 +568,10 @@ def _located(exc: OSError) -> str:
     return f"{exc.filename}: {what}" if exc.filename else what
 
 
+# The attempts shorter than this share a commit (`_Keeper.record`).
+HELD_UNDER_S = 0.1
+
+
 class _Keeper:
     """Stores each attempt as it ends; the first failure to store stops the run.
 
@@ -569,17 +588,57 @@ class _Keeper:
         self.failure: str | None = None
         self.full = False  # the failure is a full disk's
         self._lock = threading.Lock()
+        # The attempts (their results' ids) recorded and not committed yet: one alive is
+        # held by the scheduler until it is said; a dead one's id reused costs a commit.
+        self._uncommitted: set[int] = set()
 
     def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
+        """Store the attempt. One shorter than HELD_UNDER_S is held, written and committed
+        by `flush` before its progress line is said (or by the store's next write): those
+        that ended since the last line that needed a commit (a command line's run says each
+        STOPPED_SLACK_S after its end) share one transaction, where a commit per attempt of
+        `true` was most of the engine's cost of storing it (docs/performance.md)."""
         if self.failure is not None:
             return
+        # A longer attempt is committed at once, with those held: its commit is nothing
+        # beside it, and a kill before its line would make --resume run it again.
+        commit = result.duration_s >= HELD_UNDER_S
         try:
-            self.store.record_attempt(self.run_id, attempt.cell.id, result)
+            self.store.record_attempt(self.run_id, attempt.cell.id, result, commit=commit)
         except StoreError as exc:
-            self.failed(str(exc), full=exc.full)
+            self.store_failed(exc)
             return
         with self._lock:
             self.stored += 1
+            if commit:
+                self._uncommitted.clear()  # committed with it
+            else:
+                self._uncommitted.add(id(result))
+
+    def said(self, result: AttemptResult) -> None:
+        """`result` is about to be said: its row is committed first, with every one written
+        since the last commit (the next quarter second's lines then need none)."""
+        with self._lock:
+            if id(result) not in self._uncommitted:
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Commit the attempts recorded so far: before one is said, and at the run's end."""
+        with self._lock:
+            self._uncommitted.clear()
+        if self.failure is not None:
+            return
+        try:
+            self.store.commit()
+        except StoreError as exc:
+            self.store_failed(exc)
+
+    def store_failed(self, exc: StoreError) -> None:
+        """The store failed: the rows its failure took back (`lost`) are not stored."""
+        with self._lock:
+            self.stored -= exc.lost
+        self.failed(str(exc), full=exc.full)
 
     def forget(self, set_aside: Sequence[SetAside]) -> None:
         """Take the attempts set aside out of the store (each was stored as it ended), so
@@ -591,7 +650,7 @@ class _Keeper:
                 self.run_id, [(each.cell_id, each.attempt) for each in set_aside]
             )
         except StoreError as exc:
-            self.failed(str(exc), full=exc.full)
+            self.store_failed(exc)
             return
         with self._lock:
             self.stored -= gone

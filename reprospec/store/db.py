@@ -14,16 +14,23 @@ An older store is migrated in place when opened; a newer one is refused.
 
 Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
 so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
-a committed transaction is in the WAL file, which the operating system keeps. Only a
-power loss or an operating-system crash may lose the last transactions (never corrupt
-the store): those are made durable at the next checkpoint, not at each commit. That
-saves an fsync per attempt (0.3 ms on a quiet disk, 4-7 ms under load).
+a committed transaction is in the WAL file, which the operating system keeps. A run's
+short attempts are the one exception (`record_attempt(commit=False)`, pipeline/stages.py's
+`_Keeper`): each is held, and written and committed before its progress line is said
+(`commit`) or by any other write, so the attempts that ended within the last quarter
+second (a command line's run says each end STOPPED_SLACK_S late) share one transaction,
+where each paid a commit and a statement run cold (issue 30, item 5); a killed engine
+loses none it said, and `--resume` runs the others again. Only a power loss or an
+operating-system crash may lose the last transactions (never corrupt the store): those
+are made durable at the next checkpoint, not at each commit. That saves an fsync per
+attempt (0.3 ms on a quiet disk, 4-7 ms under load).
 
 What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
 names the store and what to do, never a raw sqlite traceback:
 
-- the disk is full (or fails): the rows written so far are kept (each attempt
-  commits on its own), and `--resume` continues once there is space;
+- the disk is full (or fails): the rows committed so far are kept (those a failed
+  commit held are counted out, `StoreError.lost`), and `--resume` continues once there
+  is space;
 - the file is damaged: `PRAGMA quick_check` when it is opened, and any
   "malformed" answer later, say how to set it aside and recover its rows;
 - several engines open one fresh store at once: they take turns (a lock on the
@@ -235,11 +242,13 @@ class StoreError(InfraError):
     """The results store cannot be used or written: the disk, the file, another engine.
 
     `full`: because the disk is full, which a stopped run says where the store cannot
-    (RunFolder.note_stop)."""
+    (RunFolder.note_stop). `lost`: the attempts held to be written at a commit
+    (`record_attempt(commit=False)`) that the failed write took with it: not stored."""
 
     def __init__(self, message: str, *, full: bool = False) -> None:
         super().__init__(message)
         self.full = full
+        self.lost = 0
 
 
 # sqlite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
@@ -382,6 +391,8 @@ class Store:
             )
         # Writes come from the scheduler's worker threads; the lock keeps them one at a time.
         self._lock = threading.Lock()
+        # Attempts held to be written at the next commit (`record_attempt(commit=False)`).
+        self._held: list[tuple[str, str, AttemptResult, str | None]] = []
         # What happened to the store that the run should say (store deleted and restored).
         self.warnings: list[str] = []
         with _opening_lock(self.path.parent):
@@ -647,9 +658,33 @@ class Store:
             raise
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection, writing the attempts held first: each ended, so each is
+        kept (a failure to write them leaves them to `--resume`)."""
         with self._lock:
+            if self._held:
+                with contextlib.suppress(sqlite3.Error), self._db:
+                    self._write_held()
             self._db.close()
+
+    def commit(self) -> int:
+        """Write and commit the attempts `record_attempt(commit=False)` held; how many.
+
+        A failure (a full disk) takes them all back: a StoreError whose `lost` says how
+        many, which `--resume` runs again."""
+        with self._lock:
+            held = len(self._held)
+        if held:
+            with self._write():
+                pass  # `_write` writes them first
+        return held
+
+    def _write_held(self) -> int:
+        """Write the attempts held, in the transaction open on the connection; how many.
+        One statement for all (executemany), where each attempt's own cost it a cold one."""
+        held, self._held = self._held, []
+        if held:
+            self._db.executemany(_INSERT_ATTEMPT, [_attempt_row(*each) for each in held])
+        return len(held)
 
     def __enter__(self) -> Store:
         return self
@@ -661,11 +696,16 @@ class Store:
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self._restore_if_deleted()
+            # The attempts held go first, in the same transaction: they ended before it.
+            held = len(self._held)
             try:
                 with self._db:
+                    self._write_held()
                     yield self._db
             except sqlite3.Error as exc:
-                raise self.error(exc, "cannot write to it") from exc
+                error = self.error(exc, "cannot write to it")
+                error.lost = held
+                raise error from exc
 
     def _restore_if_deleted(self) -> None:
         """Put the store back when its file was deleted under the open connection.
@@ -744,41 +784,23 @@ class Store:
             )
 
     def record_attempt(
-        self, run_id: str, cell_id: str, attempt: AttemptResult, *, shard: str | None = None
+        self,
+        run_id: str,
+        cell_id: str,
+        attempt: AttemptResult,
+        *,
+        shard: str | None = None,
+        commit: bool = True,
     ) -> None:
-        """Store one finished attempt, committed at once (a killed engine keeps it)."""
-        outcome = attempt.outcome
+        """Store one finished attempt, committed at once (a killed engine keeps it), or with
+        `commit=False` held, to be written at the next `commit` or other write (the
+        module's docstring)."""
+        if not commit:
+            with self._lock:
+                self._held.append((run_id, cell_id, attempt, shard))
+            return
         with self._write() as db:
-            db.execute(
-                _INSERT_ATTEMPT,
-                (
-                    run_id,
-                    cell_id,
-                    attempt.attempt,
-                    shard,
-                    attempt.started,
-                    attempt.finished,
-                    attempt.duration_s,
-                    _json(outcome_to_dict(outcome)) if isinstance(outcome, Outcome) else None,
-                    int(attempt.matched),
-                    _json(list(attempt.mismatches)),
-                    _json(list(attempt.gpu_slot)),
-                    attempt.infra_error,
-                    attempt.logs,
-                    _json(list(attempt.warnings)),
-                    attempt.stack,
-                    attempt.excerpt,
-                    attempt.native,
-                    _instances_json(attempt),
-                    _json([w.to_dict() for w in attempt.child_warnings]),
-                    attempt.launch,
-                    attempt.launch_note,
-                    attempt.gpu,
-                    # NULL, not "[]", for a plain attempt: `runs` finds amplified runs by it.
-                    _json(list(attempt.perturbed)) if attempt.perturbed else None,
-                    attempt.dead_child_stack,
-                ),
-            )
+            db.execute(_INSERT_ATTEMPT, _attempt_row(run_id, cell_id, attempt, shard))
 
     def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
         """Delete stored attempts so `--resume` runs them again; returns how many went.
@@ -1036,4 +1058,38 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "perturbed": _perturbed(row["perturbed"]),
             "dead_child_stack": row["dead_child_stack"],
         }
+    )
+
+
+def _attempt_row(
+    run_id: str, cell_id: str, attempt: AttemptResult, shard: str | None
+) -> tuple[object, ...]:
+    """An attempt's row of `attempts`, in _ATTEMPT_COLUMNS' order."""
+    outcome = attempt.outcome
+    return (
+        run_id,
+        cell_id,
+        attempt.attempt,
+        shard,
+        attempt.started,
+        attempt.finished,
+        attempt.duration_s,
+        _json(outcome_to_dict(outcome)) if isinstance(outcome, Outcome) else None,
+        int(attempt.matched),
+        _json(list(attempt.mismatches)),
+        _json(list(attempt.gpu_slot)),
+        attempt.infra_error,
+        attempt.logs,
+        _json(list(attempt.warnings)),
+        attempt.stack,
+        attempt.excerpt,
+        attempt.native,
+        _instances_json(attempt),
+        _json([w.to_dict() for w in attempt.child_warnings]),
+        attempt.launch,
+        attempt.launch_note,
+        attempt.gpu,
+        # NULL, not "[]", for a plain attempt: `runs` finds amplified runs by it.
+        _json(list(attempt.perturbed)) if attempt.perturbed else None,
+        attempt.dead_child_stack,
     )

@@ -223,3 +223,49 @@ def test_a_resumed_attempt_reads_none_of_what_its_killed_run_left(cli: Cli, tmp_
         text = readme.read().decode()
     assert f"{run.name}/logs/cells/default/1.interrupted/events.jsonl" in names
     assert "`logs/cells/CELL/N.interrupted/` holds what attempt N wrote before its run" in text
+
+
+def test_a_sigkilled_engine_kept_every_attempt_it_had_said(tmp_path: Path) -> None:
+    """A run's attempts share a commit (issue 30, item 5), each committed before its
+    progress line is said: an engine SIGKILLed mid-run, its lines read as they come, kept
+    every attempt it said, and `--resume` runs the rest."""
+    spec = tmp_path / "many.yaml"
+    spec.write_text("reprospec: 1\nname: many\ncommand: [true]\nexpect: {outcome: pass}\n")
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reprospec",
+            "run",
+            str(spec),
+            "--repeat",
+            "10000",
+            "-j",
+            "1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+        text=True,
+    )
+    said: list[int] = []
+    try:
+        assert engine.stderr is not None
+        deadline = time.monotonic() + 60
+        while len(said) < 150 and time.monotonic() < deadline:
+            line = engine.stderr.readline()
+            assert line, "the engine ended before it said 150 attempts"
+            if line.startswith("[") and "default #" in line:
+                said.append(int(line.split("#")[1].split(":")[0]))
+        assert len(said) >= 150
+    finally:
+        os.kill(engine.pid, signal.SIGKILL)
+        engine.wait(timeout=30)
+    with Store(out, reader=True) as store:
+        (run_id,) = store.run_ids()
+        kept = {number for _, number in store.finished_attempts(run_id)}
+    assert set(said) <= kept, sorted(set(said) - kept)

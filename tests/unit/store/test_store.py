@@ -382,3 +382,32 @@ def test_a_filtered_runs_reads_the_attempts_of_its_page_alone(tmp_path: Path) ->
             ]
             assert not [step for step in plan if step.startswith("SCAN attempts")], plan
             assert "SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (run_id=?)" in plan
+
+
+def test_held_attempts_are_written_at_the_commit_or_the_next_write(tmp_path: Path) -> None:
+    """A run's attempts share one transaction (`commit=False`), where a commit per attempt
+    was a third of the store's cost of it (issue 30, item 5): another reader sees them once
+    committed, by `commit` or by any other write, and `close` writes what is still held."""
+    run = hang_run()
+    attempts = run.cells[0].attempts
+    store = Store(tmp_path)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+    reader = Store(tmp_path, reader=True)
+    store.record_attempt(run.run_id, "default", attempts[0], commit=False)
+    store.record_attempt(run.run_id, "default", attempts[1], commit=False)
+    assert reader.finished_attempts(run.run_id) == {}
+    assert store.commit() == 2
+    assert store.commit() == 0
+    stored = reader.finished_attempts(run.run_id)
+    assert stored == {("default", a.attempt): a for a in attempts[:2]}
+    store.record_attempt(run.run_id, "default", attempts[2], commit=False)
+    store.finish_run(run.run_id, "interrupted")  # another write takes it with it
+    assert len(reader.finished_attempts(run.run_id)) == 3
+    # A held attempt a forget names goes, as a committed one does.
+    store.record_attempt(run.run_id, "default", replace(attempts[2], attempt=9), commit=False)
+    assert store.forget_attempts(run.run_id, [("default", 9)]) == 1
+    store.record_attempt(run.run_id, "default", replace(attempts[2], attempt=10), commit=False)
+    store.close()
+    assert ("default", 10) in reader.finished_attempts(run.run_id)
+    assert ("default", 9) not in reader.finished_attempts(run.run_id)
+    reader.close()
