@@ -1048,10 +1048,18 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     # The debugger's frames from its crash's stop: a breakpoint's stop before it
     # (`break measure`, `run`, `bt`, `continue`, `bt`), or an attach's, shows a frame #0
     # and a backtrace of its own, which were read.
+    # A hang's `thread apply all bt` (an attach, a Ctrl-C): the thread it sits in, not the
+    # first printed (`_stuck_thread_at`).
     native_frames = _native_frames(
         clean[slice(*_gdb_frames_at(clean, gdb))]
         if gdb
-        else clean[_lldb_frames_at(clean, lldb[2]) if lldb is not None else 0 :]
+        else clean[
+            _lldb_frames_at(clean, lldb[2])
+            if lldb is not None
+            else _stuck_thread_at(clean)
+            if outcome == "hang"
+            else 0 :
+        ]
     )
     return Ticket(
         failure=Failure(
@@ -1961,6 +1969,29 @@ def _native_frames(text: str) -> tuple[str, ...]:
             first = match["n"]
         frames.append(frame)
     return tuple(held if len(held) > len(frames) else frames)
+
+
+# A thread's backtrace's header in `thread apply all bt` (`Thread 2 (Thread 0x7f... (LWP
+# 30732) "hang"):`); thread 1 is the main thread.
+_GDB_THREAD_HEADER = re.compile(r"^[ \t]*Thread (?P<n>\d+) \(.*\):[ \t]*$", re.MULTILINE)
+
+
+def _stuck_thread_at(text: str) -> int:
+    """Where in `text` the backtrace of the thread a hang sits in begins, of the threads gdb's
+    `thread apply all bt` printed: the one native/stacks.py's `hung_thread_order` ranks
+    first (a thread on a mutex before one that sleeps; the main thread's join never); 0
+    where it printed fewer than two. gdb prints the newest thread first: a heartbeat in
+    `nanosleep` was the spec's native stack, where `work` sat on a held mutex (review)."""
+    from reprospec.native.stacks import hung_thread_order
+
+    heads = list(_GDB_THREAD_HEADER.finditer(text))
+    if len(heads) < 2:
+        return 0
+    threads = [
+        (head["n"] == "1", [f.split("@", 1)[0] for f in _native_frames(text[head.start() :])])
+        for head in heads
+    ]
+    return heads[hung_thread_order(threads)[0]].start()
 
 
 def _native_frame(match: re.Match[str]) -> str:

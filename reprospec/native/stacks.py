@@ -8,7 +8,7 @@ passed (these classes are a few milliseconds of a short run's start).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from reprospec.core.frozen import frozen
@@ -115,6 +115,76 @@ class NativeStacks:
             unavailable=as_text(data.get("unavailable")),
             notes=as_texts(data.get("notes")),
         )
+
+
+# What a hung native thread waits in, by its innermost frame's function that says (glibc's
+# internal prefixes taken off, `_bare`): another thread (a mutex's, a condition's or an
+# untimed semaphore's wait, the interpreter's own lock, which a Python `join`, `with lock`
+# and `queue.get()` all wait in), one to end (a join), or time (a sleep). A timed wait
+# (`sem_clockwait`, `pthread_cond_timedwait`: a Python wait given a timeout) wakes, as a
+# loop that runs does: neither.
+_ON_ANOTHER_THREAD = frozenset(
+    (
+        "lll_lock_wait",
+        "lll_lock_wait_private",
+        "pthread_mutex_lock",
+        "pthread_cond_wait",
+        "pthread_rwlock_rdlock",
+        "pthread_rwlock_wrlock",
+        "new_sem_wait",
+        "sem_wait",
+    )
+)
+_JOINS = frozenset(
+    ("pthread_join", "pthread_clockjoin_ex", "pthread_clockjoin_np", "pthread_timedjoin_np")
+)
+_SLEEPS = frozenset(("nanosleep", "clock_nanosleep", "sleep", "usleep", "pysleep", "time_sleep"))
+_TIMED = frozenset(
+    ("sem_clockwait", "sem_timedwait", "pthread_cond_timedwait", "pthread_cond_clockwait")
+)
+
+
+def _bare(function: str) -> str:
+    """A frame's function as glibc's own names it: `__GI___clock_nanosleep` and
+    `___pthread_mutex_lock` are `clock_nanosleep` and `pthread_mutex_lock`."""
+    return function.removeprefix("__GI_").lstrip("_")
+
+
+def _waits_in(functions: Sequence[str]) -> str:
+    """What a thread whose frames are `functions` (innermost first) waits in: `lock`,
+    `join`, `sleep`, `timed`, or "" (it runs, or waits in nothing said)."""
+    for function in functions:
+        name = _bare(function)
+        for kind, names in (
+            ("lock", _ON_ANOTHER_THREAD),
+            ("join", _JOINS),
+            ("sleep", _SLEEPS),
+            ("timed", _TIMED),
+        ):
+            if name in names:
+                return kind
+    return ""
+
+
+def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int]:
+    """The threads of a hung process (each: whether it is the main thread, its functions
+    innermost first), as indexes, most surely where the hang sits first, by outcome's
+    ranking of a hang's Python threads (hungstacks' `_stuck_rank`): one waiting for
+    another thread (a lock, a condition, an untimed semaphore: a Python join, `with lock`,
+    `q.get()`) first, one that sleeps last; the main thread after the others of its rank
+    (its Python `join` is a lock's wait too), and never first where it waits in a C join
+    beside other threads (that join waits for them). gdb's `thread apply all bt` prints the
+    newest thread first: a daemon heartbeat in `nanosleep` was taken for where a hang sat,
+    beside the thread on a held mutex (review)."""
+    kinds = [_waits_in(functions) for _, functions in threads]
+    rank = {"lock": 0, "join": 0, "": 1, "timed": 1, "sleep": 2}
+
+    def key(index: int) -> tuple[bool, int, bool]:
+        main = threads[index][0]
+        joining = main and kinds[index] == "join" and len(threads) > 1
+        return (joining, rank[kinds[index]], main)
+
+    return sorted(range(len(threads)), key=key)
 
 
 def _frame_json(frame: Frame) -> JsonObject:

@@ -344,3 +344,24 @@ def test_a_fragment_says_whether_native_stacks_were_read() -> None:
     # One process read among them is a reading: its frame is the signature's.
     both = NativeStacks((replaced, *_stacks(Frame(0, "strlen", "libc.so.6")).processes))
     assert not native.read_none(native.render_markdown(both))
+
+
+def test_a_hung_processs_threads_are_ordered_by_what_they_wait_in() -> None:
+    """One on a lock or a condition before one that runs, a sleeper last; the main thread
+    after the others of its rank, and last where it waits in a C join beside them."""
+    from reprospec.native.stacks import hung_thread_order
+
+    sleeper = (False, ["__GI___clock_nanosleep", "__GI___nanosleep", "__sleep", "beat"])
+    on_mutex = (False, ["futex_wait", "__GI___lll_lock_wait", "___pthread_mutex_lock", "work"])
+    joining = (True, ["__futex_abstimed_wait_common64", "__pthread_clockjoin_ex", "main"])
+    runs = (False, ["compute"])
+    assert hung_thread_order([sleeper, on_mutex, joining]) == [1, 0, 2]
+    assert hung_thread_order([sleeper, runs, joining]) == [1, 0, 2]
+    # Python's lock (its join, `with lock`) is a semaphore's wait: the main thread's last
+    # among them; a timed one (a wait given a timeout) wakes.
+    python_join = (True, ["do_futex_wait", "__new_sem_wait", "PyThread_acquire_lock_timed"])
+    python_lock = (False, ["do_futex_wait", "__new_sem_wait_slow64", "__new_sem_wait"])
+    timed = (False, ["do_futex_wait", "__new_sem_wait_slow64", "__sem_clockwait"])
+    assert hung_thread_order([timed, python_join, python_lock]) == [2, 1, 0]
+    # A lone main thread, whatever it waits in, is the one.
+    assert hung_thread_order([joining]) == [0]
