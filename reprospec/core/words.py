@@ -861,6 +861,7 @@ LEFT_THE_TREE = "[left the tree]"
 MAIN_THREAD_JOINING = "joining them"
 MAIN_THREAD_POLLING = "waiting for them in a sleep loop"
 MAIN_THREAD_AT_EXIT = "waiting at exit for them, never joined,"
+MAIN_THREAD_RUNNING_LOOP = "running the event loop that awaits them"
 
 
 def stacks_omitted(count: int) -> str:
@@ -919,6 +920,7 @@ __all__ = [
     "MAIN_THREAD_AT_EXIT",
     "MAIN_THREAD_JOINING",
     "MAIN_THREAD_POLLING",
+    "MAIN_THREAD_RUNNING_LOOP",
     "NOTHING_KEPT",
     "NOT_PYTHON",
     "NOT_RUN",

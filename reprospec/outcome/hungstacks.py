@@ -37,6 +37,7 @@ from reprospec.core.words import (
     MAIN_THREAD_AT_EXIT,
     MAIN_THREAD_JOINING,
     MAIN_THREAD_POLLING,
+    MAIN_THREAD_RUNNING_LOOP,
     NOT_PYTHON,
 )
 from reprospec.outcome.hangsource import (
@@ -56,6 +57,13 @@ from reprospec.outcome.hangsource import (
 
 _HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
 _THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
+# An asyncio task the stackdump sitecustomize appends after the threads (`_dump_tasks`):
+# its coroutines, innermost first, as faulthandler writes a thread's frames.
+_TASK = Lazy(r"^Task (?P<name>.+) \(most recent call first\):$")
+# Where a main thread runs an asyncio event loop: it waits for the loop's tasks.
+_EVENT_LOOP = ("asyncio/base_events.py", ("run_forever", "run_until_complete"))
+# A task's sleep: it wakes, as a thread's `time.sleep` does (`_stuck_rank`).
+_ASYNC_SLEEP = ("asyncio/tasks.py", "sleep")
 _FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
 _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
 # The interpreter's own files and the installed packages': not the user's code.
@@ -119,6 +127,10 @@ class HungProcess:
     # time.sleep(0.1)`) beside a thread that waits for good: a join by another name,
     # `joined` the other threads.
     polled: bool = False
+    # The main thread runs an asyncio event loop, `joined` its tasks' innermost frames of
+    # the user's code (the stackdump sitecustomize's `Task` blocks): a coroutine waits
+    # there, on no thread's stack.
+    awaits: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -135,6 +147,11 @@ class HungProcess:
             return f"{who}{doing}, in {frame(self.frame.text())}"
         if self.joined:
             threads = ", ".join(frame(f.text()) for f in self.joined)
+            if self.awaits:
+                return (
+                    f"{who}'s asyncio tasks were in {threads}, its main thread "
+                    f"{MAIN_THREAD_RUNNING_LOOP} in {frame(self.frame.text())}"
+                )
             if self.at_exit:
                 doing = MAIN_THREAD_AT_EXIT
             elif self.polled:
@@ -242,15 +259,27 @@ def hung_frames(stack: str | None) -> list[list[Frame]]:
 _Block = tuple[int, list[tuple[bool, list[Frame]]], str, str]  # pid, threads, command, tags
 
 
-def _blocks(stack: str | None) -> list[_Block]:
+def _blocks(stack: str | None, tasks: bool = False) -> list[_Block]:
+    """Each process of a dump: its threads' frames (`tasks`: its asyncio tasks' instead,
+    each a thread's list of frames, none current)."""
     blocks: list[_Block] = []
+    task = False  # the frames read now are a task's
     for line in (stack or "").splitlines():
         if (header := _HEADER.match(line)) is not None:
             blocks.append((int(header["pid"]), [], header["cmd"], header["tags"]))
+            task = False
         elif not blocks:
             continue
         elif (thread := _THREAD.match(line)) is not None:
-            blocks[-1][1].append((thread["current"] is not None, []))
+            task = False
+            if not tasks:
+                blocks[-1][1].append((thread["current"] is not None, []))
+        elif _TASK.match(line) is not None:
+            task = True
+            if tasks:
+                blocks[-1][1].append((False, []))
+        elif task != tasks:
+            continue
         elif (frame := _frame(line)) is not None:
             if not blocks[-1][1]:
                 blocks[-1][1].append((False, []))  # a thread's frames under no thread line
@@ -289,9 +318,13 @@ def hung_processes(
             joined, at_exit = tuple(t[0] for t in left), True
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
-        polled = False
+        polled = awaits = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(t[0] for t in _other_threads(threads, main, string, rank))
+        elif frame is not None and (awaited := _awaited(stack, pid, main, string, rank)):
+            # The main thread runs an event loop: the hang sits in its tasks' coroutines,
+            # on no thread's stack (`hang in <module>` at `asyncio.run(main())`).
+            joined, awaits = tuple(t[0] for t in awaited), True
         elif frame is not None and not away and not at_exit:
             # (`_left_waiting` read a wait at exit's threads, the harness's left out.)
             # `while w.is_alive(): time.sleep(0.1)`: a join by another name. Where another
@@ -323,9 +356,22 @@ def hung_processes(
                 waits_for_peers=peers,
                 at_exit=at_exit,
                 polled=polled,
+                awaits=awaits,
             )
         )
     return tuple(out)
+
+
+def _awaited(
+    stack: str | None, pid: int, main: list[Frame], string: bool, rank: _Rank
+) -> tuple[_HungThread, ...]:
+    """Where a main thread runs an asyncio event loop (`asyncio.run`'s `run_until_complete`
+    among the frames it waits in), the tasks of process `pid` the dump holds that are in the
+    user's code, as a join's threads (`_other_threads`, ranked); else ()."""
+    if not any(_is(f, _EVENT_LOOP) for f in _waiting(main, string)):
+        return ()
+    tasks = next((t for p, t, _, _ in _blocks(stack, tasks=True) if p == pid), [])
+    return _other_threads(tasks, main, string, rank)
 
 
 def _named_elsewhere(
@@ -430,6 +476,8 @@ def hung_threads(stack: str | None, *, source: Source) -> tuple[_HungThread, ...
     threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
     main = _main_thread(threads)
     string = _runs_a_string(main)
+    if process.awaits:
+        return _awaited(stack, process.pid, main, string, rank)
     if process.joined:
         # The threads `hung_processes` read `joined` from, as it read them.
         return _other_threads(threads, main, string, rank)
@@ -541,6 +589,8 @@ def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     a sleeper."""
     frame, waiting, _ = thread
     if waiting:
+        if _is(waiting[0], _ASYNC_SLEEP):
+            return 2  # an asyncio task's heartbeat: `await asyncio.sleep(0.5)` in its loop
         if not waits_for_a_thread(waiting[0]):
             return 1
         if not _timed(frame, waiting, source):

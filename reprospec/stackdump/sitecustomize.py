@@ -41,12 +41,80 @@ def _register() -> None:
         return
     path = os.path.join(folder, f"stack-{os.getpid()}.txt")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    # chain=False: the engine's ask runs no other handler.
-    faulthandler.register(_signal_numbers.SIGURG, file=fd, all_threads=True, chain=False)
+    # chain=False: the engine's ask runs no other handler; but `_dump_tasks`, where asyncio
+    # runs (`_watch_tasks`).
+    chain = bool(_state.get("tasks"))
+    faulthandler.register(_signal_numbers.SIGURG, file=fd, all_threads=True, chain=chain)
     old, _state["fd"] = _state["fd"], fd
     if old >= 0:
         # After a fork this is the child's copy of the parent's file: the parent keeps its own.
         os.close(old)
+
+
+def _watch_tasks(asyncio: ModuleType) -> None:
+    """Once asyncio is imported, SIGURG dumps its tasks too (`_dump_tasks`), after the
+    threads' stacks faulthandler writes.
+
+    A suspended coroutine is on no thread's stack: a coroutine deadlock (`await
+    asyncio.Event().wait()` on an event no one sets, two tasks awaiting each other's
+    futures) showed only the event loop's `select` under `asyncio.run(main())`, and read
+    `hang in <module>`. faulthandler's dump is C code, which can walk no task: a Python
+    handler can, chained after it (Python runs it in the main thread, where a loop waiting
+    in `select` wakes for it). Only where asyncio runs: elsewhere SIGURG stays ignored by
+    default, as a program sees it. `signal.signal` replaces faulthandler's handler, so
+    faulthandler is registered again after it, chaining to it."""
+    del asyncio
+    import faulthandler
+
+    if _state["fd"] < 0:
+        return  # no dump armed (no REPROSPEC_STACK_DIR)
+    try:
+        faulthandler.unregister(_signal_numbers.SIGURG)
+        _signal_numbers.signal(_signal_numbers.SIGURG, _dump_tasks)
+        _state["tasks"] = 1
+    except (ValueError, OSError):  # imported outside the main thread: no Python handler
+        pass
+    _register()
+
+
+def _dump_tasks(signum: int, frame: object) -> None:
+    """Append each pending asyncio task of the main thread's running loop to the stack dump,
+    as faulthandler writes a thread (`Task NAME (most recent call first):`, then each
+    coroutine it awaits in, innermost first: `File "x.py", line 4 in waiter`); the tasks
+    that await another task or a gather last, after those that wait on something else (an
+    Event, a future no one sets): where the hang sits. Never raises."""
+    del signum, frame
+    try:
+        asyncio = sys.modules.get("asyncio")
+        fd = _state["fd"]
+        loop = asyncio.events._get_running_loop() if asyncio is not None else None
+        if loop is None or fd < 0 or asyncio is None:
+            return
+        tasks = []
+        for task in asyncio.all_tasks(loop):
+            coro: object = task.get_coro()
+            frames: list[str] = []
+            while coro is not None and len(frames) < 100:
+                at = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+                if at is None:
+                    break
+                code = at.f_code
+                frames.append(f'  File "{code.co_filename}", line {at.f_lineno} in {code.co_name}')
+                coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+            # What it waits on (the future it is blocked on, asyncio's own record, both
+            # the C and the Python Task's): another task, or a gather of tasks.
+            waiter = getattr(task, "_fut_waiter", None)
+            on_tasks = type(waiter).__name__ in ("Task", "_GatheringFuture")
+            tasks.append((on_tasks, task.get_name(), frames[::-1]))
+        text = "".join(
+            f"\nTask {name} (most recent call first):\n" + "".join(f + "\n" for f in frames)
+            for _, name, frames in sorted(tasks, key=lambda t: t[0])
+            if frames
+        )
+        if text:
+            os.write(fd, text.encode("ascii", "backslashreplace"))
+    except Exception:
+        pass
 
 
 def _after_fork() -> None:
@@ -870,6 +938,7 @@ def _install() -> None:
     except Exception:
         pass
     try:
+        _when_imported("asyncio", _watch_tasks)
         _register()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork)

@@ -1,0 +1,51 @@
+"""An asyncio program's hang read from its dump: the tasks the stackdump sitecustomize
+appends after the threads (`Task NAME (most recent call first):`), read as the threads a
+join waits for where the main thread runs the event loop."""
+
+from __future__ import annotations
+
+from reprospec.outcome.hangsource import unread
+from reprospec.outcome.hungstacks import Frame, hung_frame, hung_processes, hung_threads
+
+# `asyncio.run(main())`, main awaiting `waiter(ev)` on an Event no one sets, beside a task
+# that sleeps in a loop: the main thread in the loop's select, then the tasks the stackdump
+# sitecustomize appends (`_dump_tasks`), the sleeper dumped first.
+_ASYNC = """\
+--- pid 77 (python aio.py) ---
+Current thread 0x00007fc416de3b80 (most recent call first):
+  File "/usr/lib/python3.11/selectors.py", line 468 in select
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 1884 in _run_once
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 607 in run_forever
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 640 in run_until_complete
+  File "/usr/lib/python3.11/asyncio/runners.py", line 118 in run
+  File "/usr/lib/python3.11/asyncio/runners.py", line 190 in run
+  File "/w/aio.py", line 14 in <module>
+
+Task Task-2 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/tasks.py", line 649 in sleep
+  File "/w/aio.py", line 8 in beat
+
+Task Task-1 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/locks.py", line 213 in wait
+  File "/w/aio.py", line 4 in waiter
+  File "/w/aio.py", line 12 in main
+"""
+
+
+def test_a_coroutine_deadlock_is_read_in_its_task_not_the_event_loop() -> None:
+    # The tasks were no thread: the hang read `hang in <module>` at `asyncio.run(main())`.
+    assert hung_frame(_ASYNC, source=unread) == Frame("/w/aio.py", 4, "waiter")
+    (process,) = hung_processes(_ASYNC, source=unread)
+    assert process.awaits
+    assert process.joined == (Frame("/w/aio.py", 4, "waiter"), Frame("/w/aio.py", 8, "beat"))
+    assert process.describe() == (
+        "pid 77's asyncio tasks were in /w/aio.py:4 in waiter, /w/aio.py:8 in beat, its main "
+        "thread running the event loop that awaits them in /w/aio.py:14 in <module>"
+    )
+    # Minimize's place: the task's coroutine, outermost first, as a thread's.
+    threads = hung_threads(_ASYNC, source=unread)
+    assert threads is not None
+    assert [t[2].function for t in threads] == ["main", "beat"]
+    # The tasks are no threads of the process: a dump without them reads as before.
+    plain = _ASYNC.split("\nTask ", 1)[0]
+    assert hung_frame(plain, source=unread) == Frame("/w/aio.py", 14, "<module>")
