@@ -360,7 +360,8 @@ class _UvReport:
             )
 
         hints = tuple(line for line in text if line.startswith("hint:"))
-        return cls(text, said("cause:"), said("error:"), hints, tuple(_build_output(text)))
+        built = tuple(_build_output(output.splitlines()))
+        return cls(text, said("cause:"), said("error:"), hints, built)
 
 
 def uv_error(stderr: str, lines: int = 4) -> str:
@@ -417,14 +418,23 @@ def build_failure_line(output: str) -> str:
     return said[-1] if said else ""
 
 
-def _build_output(text: Sequence[str]) -> list[str]:
-    """The lines of uv's `[stderr]` block of a failed build, to its hint (or a `[stdout]`
-    block after it)."""
-    if "[stderr]" not in text:
+def _build_output(lines: Sequence[str]) -> list[str]:
+    """The lines of uv's `[stderr]` block of a failed build (its non-blank lines, stripped),
+    to its hint (or a `[stdout]` block after it). uv indents the block and not its own
+    lines: the block was cut at the package's own `error:` line, read as uv's (setuptools'
+    `error: command 'gcc' failed: No such file or directory`, a build's usual last word), and
+    the console and doctor said uv's `Call to backend.build_wheel failed` instead."""
+    stripped = [line.strip() for line in lines]
+    if "[stderr]" not in stripped:
         return []
     block: list[str] = []
-    for line in text[text.index("[stderr]") + 1 :]:
-        if line.startswith(("hint:", "error:", "cause:", "[stdout]")):
+    for raw in lines[stripped.index("[stderr]") + 1 :]:
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "[stdout]" or (
+            not raw[:1].isspace() and line.startswith(("hint:", "error:", "cause:"))
+        ):
             break
         block.append(line)
     return block

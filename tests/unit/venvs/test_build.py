@@ -57,6 +57,20 @@ def test_a_failed_build_says_what_the_package_said() -> None:
     )
 
 
+def test_the_builds_own_error_line_is_the_builds() -> None:
+    """A build's last word is often its own `error:` line (setuptools' `error: command 'gcc'
+    failed`), which uv indents in the `[stderr]` block: it was read as uv's own, ending the
+    block, and the line said uv's `Call to backend.build_wheel failed` instead."""
+    output = BUILD_FAILED.replace(
+        "         nu9akit 1.3: this sdist is broken on purpose\n",
+        "         running build_ext\n"
+        "         error: command 'gcc' failed: No such file or directory\n",
+    )
+    assert build_failure_line(output) == "error: command 'gcc' failed: No such file or directory"
+    said = uv_error(output)
+    assert "(the build said: running build_ext / error: command 'gcc' failed: " in said, said
+
+
 def test_causes_alone_where_no_build_printed() -> None:
     assert uv_error(UNSATISFIABLE) == (
         "Failed to resolve requirements from `setup.py` build "
