@@ -316,7 +316,19 @@ OTHER = "other"
 # table of the thread waits' files alone, beside it, ranked a busy thread caught in
 # threading's `enumerate` as one blocked for good, and titled the hang by it (review).
 BLOCKING = (
-    ("threading.py", ("wait", "wait_for", "acquire", "join", "_wait_for_tstate_lock"), THREAD),
+    (
+        "threading.py",
+        (
+            "wait",
+            "wait_for",
+            "acquire",
+            "_acquire_restore",
+            "__enter__",
+            "join",
+            "_wait_for_tstate_lock",
+        ),
+        THREAD,
+    ),
     ("queue.py", ("get", "put", "join"), THREAD),
     ("concurrent/futures/_base.py", ("result", "wait", "as_completed"), THREAD),
     ("selectors.py", ("select",), OTHER),

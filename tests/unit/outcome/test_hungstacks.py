@@ -1088,3 +1088,32 @@ def test_a_busy_thread_caught_in_threadings_own_code_is_no_wait(tmp_path: Path) 
         f'  File "{job}", line 12 in <module>\n'
     )
     assert hung_frame(stack, source=on_disk) == Frame(str(job), 7, "work")
+
+
+def test_a_thread_in_a_conditions_with_waits_for_a_thread(tmp_path: Path) -> None:
+    """`with cond:` on a held Condition sits in threading.py's own `__enter__` (a Python
+    frame, `return self._lock.__enter__()`), a wait for another thread: BLOCKING named no
+    `__enter__` of threading's, so it ranked as a busy thread's frame and a busy loop dumped
+    before it titled the hang (review)."""
+    lib = "/usr/lib/python3.11/threading.py"
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import threading\ncond = threading.Condition()\ndef spin():\n"
+        "    while True:\n        n = 1 + 1\n"
+        "def work():\n    with cond:\n        pass\n"
+    )
+    stack = (
+        "--- pid 88 (python job.py) ---\n"
+        "Thread 0x2 (most recent call first):\n"
+        f'  File "{job}", line 5 in spin\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Thread 0x1 (most recent call first):\n"
+        f'  File "{lib}", line 277 in __enter__\n'
+        f'  File "{job}", line 7 in work\n'
+        f'  File "{lib}", line 1002 in _bootstrap\n\n'
+        "Current thread 0x0 (most recent call first):\n"
+        f'  File "{lib}", line 1139 in _wait_for_tstate_lock\n'
+        f'  File "{lib}", line 1119 in join\n'
+        f'  File "{job}", line 12 in <module>\n'
+    )
+    assert hung_frame(stack, source=on_disk) == Frame(str(job), 7, "work")
