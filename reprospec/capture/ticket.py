@@ -458,10 +458,13 @@ _PROGRAMS = (
 # A line that names none of them as a word runs none: read before its shell split, which
 # every line of a 100k-line log paid (half of a 42 s capture --from-log).
 _MAY_RUN = re.compile(r"\b(?:" + "|".join(_PROGRAMS) + r")")
+# A Windows drive (`C:`): the one spelling of it, in a prompt, a program's path and a path
+# the command reader wrote with slashes (`C:/Users/me/...`).
+_DRIVE = r"[A-Za-z]:"
 # Windows' prompts, PowerShell's `PS C:\Users\me\proj> python .\train.py` and cmd's
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
-_WINDOWS_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS )?[A-Za-z]:\\[^>\n]*> *(?P<command>.+)$")
+_WINDOWS_PROMPT = re.compile(rf"^\s*(?:\(\S+\)\s*)?(?:PS )?{_DRIVE}\\[^>\n]*> *(?P<command>.+)$")
 # A line of a script's trace (`bash -x`, `set -x`): the command the shell ran, after PS4's
 # `+ ` (`++ ` in a command substitution), as a prompt line shows one typed: a job script's
 # `+ srun python train.py` was no command, and the skeleton's stood in a TODO.
@@ -2174,7 +2177,7 @@ def _command(text: str) -> str | None:
     for index, line in enumerate(lines):
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:
-            line = "$ " + windows["command"].replace("\\", "/")
+            line = "$ " + _unwindowed(windows["command"], prompted=True)
         elif (traced := _XTRACE.match(line)) is not None:
             line = "$ " + traced["command"]  # the command as the shell ran it
         prompt = _PROMPT.match(line)
@@ -2241,15 +2244,15 @@ def _command(text: str) -> str | None:
 # A line (or a quoted command) that runs a program by a Windows path, on no prompt
 # (`C:\Users\me\.venv\Scripts\torchrun.exe ...`, `.venv\Scripts\python.exe x.py`,
 # `Scripts\torchrun.exe ...`, quoted or not): a backslash after its drive or between names.
-_WINDOWS_PROGRAM = re.compile(r"""^["']?(?:[A-Za-z]:\\|\.{1,2}\\|[\w.-]+\\[\w.-])""")
+_WINDOWS_PROGRAM = re.compile(rf"""^["']?(?:{_DRIVE}\\|\.{{1,2}}\\|[\w.-]+\\[\w.-])""")
 
 
-def _unwindowed(line: str) -> str:
-    """`line` with its backslashes written as slashes where its program is named by a
-    Windows path, as a Windows prompt's line is (`_WINDOWS_PROMPT`): shlex read each
-    backslash as an escape, `C:Usersme.venvScriptstorchrun.exe`, a program no ticket runs,
-    and the command was a TODO."""
-    return line.replace("\\", "/") if _WINDOWS_PROGRAM.match(line) else line
+def _unwindowed(line: str, *, prompted: bool = False) -> str:
+    """`line` with its backslashes written as slashes where it was typed at a Windows
+    prompt (`prompted`: `_WINDOWS_PROMPT`) or its program is named by a Windows path:
+    shlex read each backslash as an escape, `C:Usersme.venvScriptstorchrun.exe`, a program
+    no ticket runs, and the command was a TODO. `_windows_path` then tells its paths."""
+    return line.replace("\\", "/") if prompted or _WINDOWS_PROGRAM.match(line) else line
 
 
 # The debuggers whose `--args PROG ARGS` runs the program: gdb, NVIDIA's, the cross one.
@@ -2634,13 +2637,28 @@ def _prompted_runs(line: str) -> bool:
     return any(runs_something(_words(stage.lstrip("<>&|; 0123456789"))) for stage in stages)
 
 
+# The tools a prompt runs by a path that set a machine up or look around, never the
+# failing program (`$ /opt/conda/bin/pip install torch`).
+_SETUP_TOOLS = frozenset(
+    {"pip", "pip3", "conda", "mamba", "micromamba", "apt", "apt-get", "git", "make", "cmake",
+     "ninja", "ls", "cat", "cd", "cp", "mv", "rm", "mkdir", "echo", "export", "source", "which"}
+)  # fmt: skip
+
+
 def _runs_a_script(line: str) -> bool:
-    """A prompt line that runs a script of the reporter's (`$ ./run.sh`): the command when
-    no prompt line runs a program tickets run (a `$ ./install_deps.sh` before
-    `$ python train.py` is setup)."""
+    """A prompt line that runs a script or program of the reporter's by its path (`$
+    ./run.sh`, `$ build/crash`, `$ /home/me/proj/build/crash`, `$ ~/.venv/bin/train`), or a
+    shell script by its name: the command when no prompt line runs a program tickets run
+    (a `$ ./install_deps.sh` before `$ python train.py` is setup). A program by a path
+    without `./` was none, and the command a TODO; a setup tool's (`_SETUP_TOOLS`) is none."""
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
-    return at is not None and (words[at].startswith("./") or words[at].endswith(".sh"))
+    if at is None:
+        return False
+    word = words[at]
+    return word.endswith(".sh") or (
+        "/" in word and _program_name(word) not in _SETUP_TOOLS and not word.endswith("/")
+    )
 
 
 def _bounded(command: str, *, kill: bool = False) -> bool:
@@ -2733,7 +2751,7 @@ _SYSTEM_FOLDERS = MACHINE_FOLDERS | {
 }
 # An absolute path: POSIX's, a Windows drive's as the command reader writes it, or one
 # in the sender's home (`~/proj/train.py`, which the reader's shell makes their own home's).
-_ABSOLUTE = re.compile(r"^(?:/|~/|[A-Za-z]:/)")
+_ABSOLUTE = re.compile(rf"^(?:/|~/|{_DRIVE}/)")
 # A word that sets a key to a path, the path after its first `=` (an option's, `--data=PATH`,
 # after its last): a Hydra override's (`data.root=PATH`, `+model.ckpt=PATH`), an
 # assignment's (`VAR=PATH`).
@@ -2860,11 +2878,21 @@ _BY_NAME_ANYWHERE = frozenset((*_LAUNCHERS, *_LAUNCHERS_BY_NAME))
 
 
 def _windows_path(parts: tuple[str, ...]) -> bool:
-    """Whether a path (its `Path.parts`, its backslashes written as slashes) is a Windows
-    one: after a drive (`C:/Users/me/...`), or a program of Windows' (`Scripts/torchrun.exe`,
-    which no drive begins). Its names are then compared lower-case (`Scripts`, `AppData`),
-    as Windows does. The one rule of what a Windows path is, for every reader below."""
-    return re.match(r"^[A-Za-z]:", parts[0]) is not None or parts[-1].lower().endswith(".exe")
+    """Whether a path (its `Path.parts`, its backslashes written as slashes: `_unwindowed`)
+    is a Windows one: after a drive (`C:/Users/me/...`), a program of Windows'
+    (`Scripts/torchrun.exe`, which no drive begins), or a launcher in a relative `Scripts`
+    (`.venv/Scripts/torchrun`: cmd and PowerShell run it without its `.exe`, and its
+    path, the sender's, was kept, a `no such file` here). Its names are then compared
+    lower-case (`Scripts`, `AppData`), as Windows does. The one rule of what a Windows path
+    is, for every reader below."""
+    if re.match(_DRIVE, parts[0]) is not None or parts[-1].lower().endswith(".exe"):
+        return True
+    return (
+        len(parts) > 1
+        and parts[-2].lower() == "scripts"
+        and parts[0] not in ("/", "~")
+        and _program_name(parts[-1]) in _BY_NAME_ANYWHERE
+    )
 
 
 def _environments_script(parts: tuple[str, ...]) -> str | None:

@@ -4414,6 +4414,10 @@ def test_a_bare_windows_console_scripts_line_is_the_command_by_its_name(tmp_path
         r'"C:\Program Files\Python311\Scripts\torchrun.exe" --nproc_per_node 2 train.py',
         r"C:\Users\me\AppData\Roaming\Python\Python311\Scripts\torchrun.exe --nproc_per_node 2"
         " train.py",
+        # Without its `.exe`, as cmd and PowerShell run it: its path, the sender's, was
+        # kept (`.venv/Scripts/torchrun`, no such file here; review).
+        r".venv\Scripts\torchrun --nproc_per_node 2 train.py",
+        r"Scripts\torchrun --nproc_per_node 2 train.py",
     ):
         read = read_ticket(f"{line}\n{raised}", tmp_path)
         assert read.command == "torchrun --nproc_per_node 2 train.py", line
@@ -4425,6 +4429,8 @@ def test_a_bare_windows_console_scripts_line_is_the_command_by_its_name(tmp_path
     here = read_ticket(f"Scripts\\torchrun.exe train.py\n{raised}", tmp_path)
     assert here.command == "Scripts/torchrun.exe train.py"
     assert read_ticket(f"Scripts\\mytool.exe train.py\n{raised}", tmp_path).command is None
+    launched = read_ticket(f"venv\\Scripts\\accelerate launch train.py\n{raised}", tmp_path)
+    assert launched.command == "accelerate launch train.py"
 
 
 def test_a_console_script_is_one_rule_for_a_live_capture_and_a_ticket(
@@ -4482,3 +4488,17 @@ def test_a_cuda_errors_skeleton_leaves_out_the_senders_visible_devices() -> None
     segv = "$ CUDA_VISIBLE_DEVICES=0 python train.py\nSegmentation fault (core dumped)\n"
     env = skeleton(read_ticket(segv), "log.txt").env
     assert [(line.name, line.value) for line in env] == [("CUDA_VISIBLE_DEVICES", "0")]
+
+
+def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
+    # `$ build/crash`, `$ /home/me/proj/build/crash`, `$ ~/.venv/bin/train`, then the
+    # shell's report of the crash: only `./` or `.sh` made a prompt's program a command,
+    # and the skeleton's was TODO-the-command-that-failed.
+    crashed = "Segmentation fault (core dumped)\n"
+    for command in ("build/crash --n 4", "/home/me/proj/build/crash --n 4", "./crash --n 4"):
+        assert read_ticket(f"$ {command}\n{crashed}").command == command
+    assert read_ticket(f"$ ~/.venv/bin/train --lr 1\n{crashed}").command is not None
+    # A setup tool by its path is no command; a program tickets run wins over a path's.
+    assert read_ticket(f"$ /opt/conda/bin/pip install x\n{crashed}").command is None
+    both = f"$ tools/prepare --out data\n$ python train.py\n{crashed}"
+    assert read_ticket(both).command == "python train.py"
