@@ -3,7 +3,8 @@ packages resolve, asked of uv's resolver as the build would install them (venvs/
 
 doctor passed a spec of `six==99` on the venv runner ("the venv runner installs the spec's
 packages"): only the build at run time failed, every cell of it `infra-error`. Nothing is
-built here; an index that does not answer is said as not checked, never as a failure.
+installed here (only the wheels of the sdists the resolve picks are built, as the run's build
+builds them); an index that does not answer is said as not checked, never as a failure.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def resolve_check(
     todos: dict[str, None] = {}  # of each unknown answer, in order (_STOPPED's)
     built = 0
     lists = 0
+    sdists: dict[str, None] = {}  # built from their sdists by the resolve (Resolved.built)
     for (wanted, packages), cells in groups.items():
         try:
             python = venvs.find_interpreter(wanted)
@@ -122,6 +124,7 @@ def resolve_check(
             continue
         answer = resolve(python.path, packages, index, cwd=spec_dir)
         of = _of(cells, needs.cells)
+        sdists.update(dict.fromkeys(answer.built))
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
@@ -160,11 +163,19 @@ def resolve_check(
         if built
         else ""
     )
+    # (an sdist's wheel built as the venv build builds it, kept in uv's cache, which the
+    # run's build reuses: "nothing built" was untrue of it)
+    how = (
+        f"{', '.join(sdists)} built from {'its sdist' if len(sdists) == 1 else 'their sdists'} "
+        "(no wheel for the interpreter) into uv's cache; nothing installed"
+        if sdists
+        else "nothing built"
+    )
     return Check(
         "venv-packages",
         "pass",
-        "the cells' packages resolve from the index the venv runner installs from "
-        f"(uv pip compile; nothing built){reused}",
+        f"the cells' packages resolve from the index the venv runner installs from "
+        f"(uv pip compile; {how}){reused}",
     )
 
 

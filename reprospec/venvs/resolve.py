@@ -1,4 +1,5 @@
-"""Whether a cell's packages resolve, asked as the venv build would install them, nothing built.
+"""Whether a cell's packages resolve, asked as the venv build would install them, nothing
+installed (only the wheels of the sdists it picks are built, as the build builds them).
 
 `doctor --runner venv` passed a spec of `six==99`: only the build at run time failed, and
 then every cell of it was `infra-error`. `resolve` asks uv's resolver (`uv pip compile`)
@@ -7,17 +8,28 @@ with the build's own index options (`IndexConfig.uv_args`; no upload cutoff, whi
 markers), in the spec's folder (a relative path entry), and reads the answer as one of
 three: resolves, cannot (uv found no solution: the build would fail too), or could not be
 told (the index did not answer, uv timed out or failed otherwise), which is never said as
-a failure.
+a failure. The resolver reads an sdist's metadata alone, which may build where its wheel
+does not (a setup.py whose egg_info runs and whose bdist_wheel needs a compiler): each
+distribution it picks with no wheel for the interpreter is built as the venv build builds
+it (`_sdists_built`), and its failure is the build's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from reprospec.core.frozen import frozen
-from reprospec.venvs.build import EnvBuildError, UvTimeout, run_uv, uv_error, uv_pip_args
+from reprospec.venvs.build import (
+    EnvBuildError,
+    UvTimeout,
+    build_failure_line,
+    run_uv,
+    uv_error,
+    uv_pip_args,
+)
 from reprospec.venvs.index import IndexConfig
 
 # A resolve that takes longer than this is said as not checked (a slow or silent index).
@@ -63,6 +75,13 @@ class Resolved:
     # which may be this list's backtracking alone as often as a silent index (doctor stops
     # asking only after `_TIMEOUTS` of them, commands/doctorvenv).
     stopped: Literal["", "unreached", "timed_out"] = ""
+    # Of an `ok` answer, the distributions it picked that have no wheel for the interpreter,
+    # each built from its sdist here as the venv build builds it (`_sdists_built`).
+    built: tuple[str, ...] = ()
+
+
+# uv's words where `--only-binary :all:` finds a pinned distribution with no wheel here.
+_NO_WHEEL = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s,]+) has no usable wheels")
 
 
 def resolve(
@@ -78,22 +97,25 @@ def resolve(
     Without uv, `unknown`, saying why (EnvBuildError's words). Each request waits
     `index_wait_s()` for the index, once (INDEX_TIMEOUT_S)."""
     waited = index_wait_s()
+    env = {"UV_HTTP_TIMEOUT": str(waited), "UV_HTTP_RETRIES": "0"}
     try:
         done = run_uv(
             ["pip", "compile", "-", "--quiet", "--no-header", *uv_pip_args(python, index)],
             timeout=timeout_s,
             cwd=cwd,
             input="".join(f"{requirement}\n" for requirement in packages),
-            env={"UV_HTTP_TIMEOUT": str(waited), "UV_HTTP_RETRIES": "0"},
+            env=env,
         )
-    except UvTimeout:
+        if done.returncode == 0:
+            return _sdists_built(python, _pinned(done.stdout), index, cwd, timeout_s, env)
+    except UvTimeout as exc:
+        if "pip compile" not in str(exc):
+            return Resolved("unknown", str(exc))  # (a build of an sdist: said by its step)
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", stopped="timed_out")
     except EnvBuildError as exc:  # (uv is not installed)
         return Resolved("unknown", str(exc))
     except OSError as exc:
         return Resolved("unknown", f"uv could not be run ({exc})")
-    if done.returncode == 0:
-        return Resolved("ok")
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = any(words in lowered for words in _UNREACHED)
@@ -107,6 +129,95 @@ def resolve(
         said = f"the index did not answer in {waited} s ({uv_error(output)})"
         return Resolved("unknown", said, stopped="unreached")
     return Resolved("unknown", uv_error(output), stopped="unreached" if unreached else "")
+
+
+def _pinned(compiled: str) -> list[str]:
+    """The `name==version` lines of `uv pip compile`'s answer (its comments, and an entry
+    by path or URL, left out: those are not looked up as wheels)."""
+    return [
+        line.strip()
+        for line in compiled.splitlines()
+        if line.strip() and not line[0].isspace() and not line.startswith("#") and "==" in line
+        and " @ " not in line
+    ]  # fmt: skip
+
+
+def _sdists_built(
+    python: str,
+    pinned: Sequence[str],
+    index: IndexConfig,
+    cwd: Path | None,
+    timeout_s: float,
+    env: dict[str, str],
+) -> Resolved:
+    """`ok` for a list that resolved to `pinned`, but where a distribution it picked has no
+    wheel for `python`: the resolve read only its metadata (an sdist's `egg_info` or
+    `prepare_metadata_for_build_wheel`, which may succeed), where the venv build builds its
+    wheel, which may not. Each such one is built here as the build builds it (into a
+    throwaway venv, `--no-deps`; uv keeps the wheel in its cache, which the run's build then
+    reuses): `unsatisfiable` with the build's own last line where it fails. doctor passed
+    such a list, `the cells' packages resolve`, and every cell of it was an infra error."""
+    import tempfile
+
+    wheelless = _no_wheel(python, pinned, index, cwd, timeout_s, env)
+    for requirement in wheelless:
+        with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
+            venv = Path(folder) / "venv"
+            made = run_uv(["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd)
+            if made.returncode != 0:
+                return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
+            try:
+                done = run_uv(
+                    ["pip", "install", "--quiet", "--no-deps", requirement,
+                     *uv_pip_args(str(venv / "bin" / "python"), index)],
+                    timeout=timeout_s, cwd=cwd, env=env,
+                )  # fmt: skip
+            except UvTimeout:
+                said = f"building {requirement} from its sdist took over {timeout_s:g}s"
+                return Resolved("unknown", said)
+        if done.returncode != 0:
+            line = build_failure_line(done.stderr or done.stdout)
+            return Resolved(
+                "unsatisfiable",
+                f"could not build {requirement} (no wheel of it for this interpreter; its build "
+                f"from the sdist failed: {line})",
+            )
+    return Resolved("ok", built=tuple(wheelless))
+
+
+def _no_wheel(
+    python: str,
+    pinned: Sequence[str],
+    index: IndexConfig,
+    cwd: Path | None,
+    timeout_s: float,
+    env: dict[str, str],
+) -> list[str]:
+    """The entries of `pinned` with no wheel for `python`, asked of uv with wheels only
+    (`--only-binary :all:`, each entry alone, `--no-deps`): uv names one a try, which is
+    left out of the next. Where uv's answer names none it can read, those found so far
+    (nothing is said of what cannot be told)."""
+    from packaging.utils import canonicalize_name
+
+    left = list(pinned)
+    found: list[str] = []
+    while left:
+        done = run_uv(
+            ["pip", "compile", "-", "--quiet", "--no-header", "--no-deps",
+             "--only-binary", ":all:", *uv_pip_args(python, index)],
+            timeout=timeout_s, cwd=cwd, env=env,
+            input="".join(f"{requirement}\n" for requirement in left),
+        )  # fmt: skip
+        match = _NO_WHEEL.search(done.stderr) if done.returncode != 0 else None
+        if match is None:
+            return found
+        name = canonicalize_name(match[1])
+        named = [r for r in left if canonicalize_name(r.split("==", 1)[0]) == name]
+        if not named:
+            return found
+        found += named
+        left = [r for r in left if r not in named]
+    return found
 
 
 def index_wait_s() -> int:

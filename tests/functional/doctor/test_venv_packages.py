@@ -81,6 +81,57 @@ def test_an_index_that_does_not_answer_is_not_a_failure(cli: Cli, tmp_path: Path
     assert "Connection refused" in check["why"]
 
 
+# An in-tree backend whose metadata hook succeeds and whose wheel build fails, as a setup.py
+# whose egg_info runs and whose bdist_wheel needs a compiler that is not here.
+_HALF_BUILT = """\
+import pathlib
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    dist = pathlib.Path(metadata_directory) / "halfbuilt-1.0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\\nName: halfbuilt\\nVersion: 1.0\\n")
+    return dist.name
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise SystemExit("error: command 'gcc-13' failed: No such file or directory")
+
+def build_sdist(sdist_directory, config_settings=None):
+    raise SystemExit("no")
+"""
+
+
+def test_an_sdist_whose_wheel_does_not_build_fails_doctor(cli: Cli, tmp_path: Path) -> None:
+    """uv's resolver reads an sdist's metadata, which built: doctor passed `the cells'
+    packages resolve`, and the run's build of its wheel failed, every cell an infra error.
+    Its wheel is built as the run builds it, and its failure said in the build's words; an
+    sdist that builds (cell pkg=builds-fine) passes."""
+    from tests.support.envs import _sdist, make_slow_sdist
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    _sdist(wheels, "halfbuilt", "1.0", _HALF_BUILT)
+    make_slow_sdist(wheels, "builds-fine", "1.0", tmp_path / "started", 0)
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\nmatrix: {pkg: [halfbuilt, builds-fine]}\nenvironment:\n"
+        f"  packages: ['${{{{ matrix.pkg }}}}==1.0', '{DEMO}==1.0']\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert check["why"].startswith(
+        f"halfbuilt==1.0, {DEMO}==1.0 cannot be installed (in cell pkg=halfbuilt): could not build "
+        "halfbuilt==1.0 (no wheel of it for this interpreter; its build from the sdist failed: "
+        "error: command 'gcc-13' failed: No such file or directory)"
+    ), check
+    assert "builds-fine" not in check["why"], check
+    assert (tmp_path / "started").exists()  # (its wheel was built, as the run builds it)
+
+
 def test_a_silent_index_costs_one_wait_told_once(cli: Cli, tmp_path: Path) -> None:
     """An index that accepts the connection and never answers: uv waited its own timeout
     and retries past the resolve's 120 s, read as a long list's backtracking, and the next
