@@ -63,6 +63,7 @@ from reprospec.outcome.tracebacks import (
     fatal_errors,
     headline,
     parse_chain,
+    sanitizer_report,
     unboxed,
 )
 from reprospec.outcome.watchdog import (
@@ -883,6 +884,13 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         outcome = "crash"
     elif chain or exit_code is not None:
         outcome = "error"
+    # A compiler sanitizer's report (ASan's, which exits 1): an error whose message is its
+    # finding, as a live run reads it (outcome/tracebacks' last_line). It was "no failure
+    # found", and the skeleton's outcome a TODO.
+    sanitized = sanitizer_report(clean) if outcome is None else None
+    if sanitized is not None:
+        outcome = "error"
+        evidence.append(f"a compiler sanitizer's report ended the program: {sanitized}")
     cut = _cut_traceback(clean) if outcome is None else ()
     if cut:
         # Python printed a traceback, so the program raised: an error, whose exception
@@ -1069,7 +1077,7 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             outcome=outcome,
             signal=signal,
             exception=last.type if last else None,
-            message=_first_line(last.message) if last else None,
+            message=_first_line(last.message) if last else sanitized,
             exit_code=exit_code if outcome == "error" and not chain else None,
             where=where or ("main" if outcome == "crash" else None),
             phase=phase,

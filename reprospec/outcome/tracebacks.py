@@ -867,6 +867,7 @@ STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 # finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow` line,
 # then prints its shadow memory and `==PID==ABORTING` last and exits 1.
 _SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$")
+_SANITIZER_ABORT_LINE = Lazy(r"^==\d+==ABORTING\s*$", re.M)
 _SANITIZER_SUMMARY = Lazy(r"^SUMMARY: (?P<finding>\w+Sanitizer: .*?)\s*$", re.M)
 # A place in a finding: the source as compiled, with its line (`/w/heap.c:3`, `heap.c:3:7`),
 # or, with no symbolizer, the module and its offset (`(/w/libheap.so+0x11d9)`); or a path.
@@ -883,6 +884,18 @@ def sanitizer_finding(summary: str) -> str:
     path is where it was built (a copy of the project, a rebuild elsewhere misses it), and
     the line and offset move whenever the code shrinks (minimize)."""
     return _SANITIZER_PLACE.sub(lambda m: m["name"] or m["base"], summary)
+
+
+def sanitizer_report(text: str) -> str | None:
+    """The finding (`sanitizer_finding`'s) of the last compiler sanitizer's report in
+    `text` that ended its program: the last `SUMMARY:` line before a `==PID==ABORTING`;
+    None without one. A ticket's paste, whose prose may follow the report, where
+    `last_line` reads a program's output, which ends in it."""
+    aborts = [m.start() for m in _SANITIZER_ABORT_LINE.compiled.finditer(text)]
+    if not aborts:
+        return None
+    found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text, 0, aborts[-1])]
+    return sanitizer_finding(found[-1]) if found else None
 
 
 def last_line(text: str) -> str | None:

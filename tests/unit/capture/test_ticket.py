@@ -4502,3 +4502,32 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
     assert read_ticket(f"$ /opt/conda/bin/pip install x\n{crashed}").command is None
     both = f"$ tools/prepare --out data\n$ python train.py\n{crashed}"
     assert read_ticket(both).command == "python train.py"
+
+
+def test_a_sanitizers_report_is_an_error_with_its_finding() -> None:
+    # A real ASan report of gcc 12's `-fsanitize=address` build (a use after free), pasted
+    # after its prompt and followed by prose: "no failure found", the outcome a TODO. A
+    # live run reads `error exit 1` whose message is the finding.
+    log = (
+        "$ ./build/app --input data.bin\n"
+        "=================================================================\n"
+        "==15650==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at"
+        " pc 0x55c3 bp 0x7ffc sp 0x7ffc\n"
+        "READ of size 4 at 0x602000000010 thread T0\n"
+        "    #0 0x55c3 in parse src/parse.c:2\n    #1 0x55c4 in main src/parse.c:3\n\n"
+        "SUMMARY: AddressSanitizer: heap-use-after-free src/parse.c:2 in parse\n"
+        "Shadow bytes around the buggy address:\n  0x0c047fff8000: fa fa fd fd\n"
+        "==15650==ABORTING\n\nIt happens on every input.\n"
+    )
+    read = read_ticket(log)
+    assert (read.failure.outcome, read.failure.message) == (
+        "error",
+        "AddressSanitizer: heap-use-after-free parse.c in parse",
+    )
+    expect = yaml.safe_load(render_spec(skeleton(read, "log.txt")))["expect"]
+    assert expect == {
+        "outcome": "error",
+        "message": r"AddressSanitizer: heap\-use\-after\-free parse\.c in parse",
+    }
+    # A report that did not end the program (ASAN_OPTIONS=halt_on_error=0 goes on) is none.
+    assert read_ticket(log.replace("==15650==ABORTING\n", "")).failure.outcome is None
