@@ -915,8 +915,7 @@ def last_line(text: str) -> str | None:
         return None
     last = lines[-1]
     if _SANITIZER_ABORT.match(last):
-        found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text)]
-        return sanitizer_finding(found[-1]) if found else None
+        return sanitizer_report(text)
     if STACK_FRAME.match(last):
         return None
     if len(lines) > 1 and last[:1].isspace() and STACK_FRAME.match(lines[-2]):
