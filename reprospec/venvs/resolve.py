@@ -176,7 +176,11 @@ def _sdists_built(
                 said = f"building {requirement} from its sdist took over {timeout_s:g}s"
                 return Resolved("unknown", said)
         if done.returncode != 0:
-            line = build_failure_line(done.stderr or done.stdout)
+            output = done.stderr or done.stdout
+            if any(words in output.lower() for words in _UNREACHED):
+                # (the sdist, or what its build requires, not fetched: no word of its build)
+                return Resolved("unknown", uv_error(output), stopped="unreached")
+            line = build_failure_line(output)
             return Resolved(
                 "unsatisfiable",
                 f"could not build {requirement} (no wheel of it for this interpreter; its build "

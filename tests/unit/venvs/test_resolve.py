@@ -69,3 +69,35 @@ def test_a_package_named_like_the_network_has_no_solution(monkeypatch: pytest.Mo
     )
     answer = resolving.resolve("/py/bin/python", ["six==99"], IndexConfig())
     assert (answer.state, answer.stopped) == ("unknown", "unreached")
+
+
+def test_an_sdist_not_fetched_for_its_build_is_not_a_failed_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The list resolved and a distribution it picked has no wheel here, so doctor builds
+    it: where that build's download timed out (its sdist, or what it requires to build, not
+    fetched), the build never ran, and `could not build` failed doctor of the network's
+    words. uv's answers are recorded ones, by step."""
+    no_wheel = (
+        "error: No solution found when resolving dependencies\n"
+        "  cause: Because halfbuilt==1.0 has no usable wheels and you require halfbuilt==1.0,"
+        " we can conclude that your requirements are unsatisfiable.\n"
+    )
+    unfetched = (
+        "error: Failed to fetch: `http://127.0.0.1:9/simple/setuptools/`\n"
+        "  cause: error sending request for url (http://127.0.0.1:9/simple/setuptools/)\n"
+        "  cause: operation timed out\n"
+    )
+
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        if "--only-binary" in argv:
+            return subprocess.CompletedProcess(argv, 1, "", no_wheel)
+        if argv[1:3] == ["pip", "install"]:
+            return subprocess.CompletedProcess(argv, 1, "", unfetched)
+        return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
+    assert (answer.state, answer.stopped) == ("unknown", "unreached"), answer
+    assert "operation timed out" in answer.said
