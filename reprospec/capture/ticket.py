@@ -2909,7 +2909,9 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
     (`Scripts` of a Windows path: `_windows_path`) of a Python environment's folder. A launcher no
     project ships (`_BY_NAME_ANYWHERE`: `~/x/bin/torchrun`, and uv) is one wherever it stands; else
     what that folder holds here says so (`_environments_bin`; that of a link's target's
-    too), or where the program is here, says not; elsewhere its name
+    too), where the program is here only if a distribution there declares or installed it
+    (`declared_script`, the live capture's rule: a script written there by hand keeps its
+    path), or where the program is here, says not; elsewhere its name
     (`~/.venv/bin/torchrun`, `~/torch-env/bin/x`, `~/.local/bin/x`, `~/miniconda/bin/x`) or
     its folder's (`miniconda3/envs/t/bin/x`, `~/venvs/t/bin/x`). A project's own
     `scripts/run.sh` or `bin/train`, `~/bin/mytool`, `~/env-setup/bin/deploy` and
