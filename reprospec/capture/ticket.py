@@ -18,7 +18,7 @@ import re
 import shlex
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -29,10 +29,10 @@ from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.pythonargs import is_python, python_program
+from reprospec.core.pythonargs import is_interpreter_file, is_python, python_program
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
-from reprospec.core.shellline import SHELLS, shebang
+from reprospec.core.shellline import SHELLS, shebang_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -956,7 +956,11 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         # (`python -m pytest` always runs the cell's, a `pytest` may be another
         # environment's), a guess said as one. TODO-the-command-that-failed stood in,
         # which fails as `command not found` though the test was known.
-        command, guessed = f"python -m pytest {shlex.quote(test)}", True
+        # A pytest-xdist worker's crash is a worker's only under xdist (`-n 1`: one
+        # worker): the test alone crashed pytest's own process, `where: main` against the
+        # expected `child`, not reproduced.
+        workers = "-n 1 " if xdist is not None else ""
+        command, guessed = f"python -m pytest {workers}{shlex.quote(test)}", True
     raw_command = command
     machine = parse_machine(full_log)
     sender_paths: tuple[str, ...] = ()
@@ -1112,42 +1116,67 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
         native=(
             command is not None
             and not by_name  # an environment's console script, written by its name
-            and _runs_native(command, workdir)
+            and _runs_native(command, workdir, native_frames)
             and not (chain or frames or threads or cut or test or fatal)
             and machine.python is None
             and not machine.requirements
             and machine.torch is None
             and _TORCH.search(clean) is None
-            and not any(_PYTHON_NATIVE_FRAME.search(frame) for frame in native_frames)
+            and not any(map(_pythons_native_frame, native_frames))
         ),
         credentials=tuple(dict.fromkeys(full_log[a:b] for a, b, _ in credential_spans(full_log))),
     )
 
 
 # A native frame of CPython's own (`_PyEval_EvalFrameDefault`, `PyObject_Call`,
-# `Py_BytesMain`, a `libpython3.11.so` or lldb's `python3.11` module): a native
-# stack of a Python program, which runs Python after all.
-_PYTHON_NATIVE_FRAME = re.compile(r"(?:^|[^A-Za-z])_?Py[A-Z_][A-Za-z]|libpython|python3")
+# `Py_BytesMain`): a native stack of a Python program, which runs Python after all.
+_PYTHON_NATIVE_FUNCTION = re.compile(r"(?:^|[^A-Za-z])_?Py[A-Z_][A-Za-z]")
+# A frame's words that may name its module (gdb's `from /usr/lib/libpython3.11.so.1.0`,
+# lldb's `python3.11`_PyEval...`).
+_FRAME_WORDS = re.compile(r"[\s`()]+")
 
 
-def _runs_native(command: str, workdir: Path | None) -> bool:
+def _pythons_native_frame(frame: str) -> bool:
+    """Whether a native frame is the interpreter's: one of CPython's functions, or in an
+    interpreter's executable or library (`pythonargs.is_interpreter_file`: `libpython3.11.so`,
+    lldb's `python3.11` module, PyPy's `libpypy3.10-c.so`)."""
+    return _PYTHON_NATIVE_FUNCTION.search(frame) is not None or any(
+        map(is_interpreter_file, _FRAME_WORDS.split(frame))
+    )
+
+
+def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str]) -> bool:
     """Whether `command` runs a program that is no Python and runs none by its name: not
     Python, a `.py` script, a launcher or a shell, srun or mpirun (`_PROGRAMS`, which run
     anything), a shell script (`run.sh`), or a program here whose `#!` names Python (a
-    `./train` script of the sender's own)."""
+    `./train` script of the sender's own: `shebang_python`). And only on evidence that it
+    is native: a debugger's stack of it (`native_frames`), or the program here an ELF
+    file. A `./train` that is not here may be the sender's Python script: `$ ./train`, then
+    `Segmentation fault (core dumped)` with no faulthandler, read as native, left the
+    skeleton asking for no Python and no packages (review)."""
     words = _words(split_at_operator(command)[0])
     at = _program_at(words)
     if at is None:
         return False
     word = words[at]
-    name = _program(words)
-    if name in _PROGRAMS or name in SHELLS or re.search(r"(?i)\.(?:pyw?|sh)$", word):
+    name = _program_name(word)
+    if is_python(name) or name in _PROGRAMS or name in SHELLS:
         return False
-    if workdir is not None and "/" in word:
-        line = shebang(workdir / Path(word).expanduser(), 512)
-        if line and (is_python(line[0]) or is_python(line[-1])):
-            return False
-    return True
+    if re.search(r"(?i)\.(?:pyw?|sh)$", word):
+        return False
+    path = workdir / Path(word).expanduser() if workdir is not None and "/" in word else None
+    if path is not None and shebang_python(path) is not None:
+        return False
+    return bool(native_frames) or (path is not None and _is_elf(path))
+
+
+def _is_elf(path: Path) -> bool:
+    """Whether the file at `path` is an ELF executable (a compiled program), by its magic."""
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def _ranks_own(text: str, rank: int) -> str:

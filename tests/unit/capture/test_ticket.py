@@ -4531,3 +4531,18 @@ def test_a_sanitizers_report_is_an_error_with_its_finding() -> None:
     }
     # A report that did not end the program (ASAN_OPTIONS=halt_on_error=0 goes on) is none.
     assert read_ticket(log.replace("==15650==ABORTING\n", "")).failure.outcome is None
+
+
+def test_a_guessed_command_of_an_xdist_workers_crash_runs_it_under_xdist() -> None:
+    # pytest-xdist's report of a crashed worker and no command line: the guess ran the
+    # test alone, in pytest's own process, whose crash is `where: main` against the
+    # expected `child` (a real run: not-reproduced).
+    log = (
+        "platform linux -- Python 3.11.7, pytest-8.1.1, pluggy-1.4.0\nplugins: xdist-3.5.0\n"
+        "created: 2/2 workers\n[gw1] node down: Not properly terminated\n"
+        "worker 'gw1' crashed while running 'tests/test_native.py::test_segv'\n"
+        "FAILED tests/test_native.py::test_segv\n"
+    )
+    read = read_ticket(log)
+    assert read.failure.where == "child"
+    assert read.command == "python -m pytest -n 1 tests/test_native.py::test_segv"
