@@ -10,10 +10,12 @@ so `python -c "import sys; sys.exit(f())"` is one command, not a list and a subs
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Collection
 from pathlib import Path
 
 from reprospec.core.lazyre import Lazy
+from reprospec.core.pythonargs import is_python
 
 _NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word that sets a variable for the command after it (`A=1 python x.py`).
@@ -85,3 +87,44 @@ def shebang(path: Path, limit: int) -> list[str]:
     except OSError:
         return []
     return [os.fsdecode(w) for w in first[2:].split()] if first.startswith(b"#!") else []
+
+
+# What uv and distlib write instead of a `#!` line longer than the kernel takes:
+#   #!/bin/sh
+#   '''exec' '/long/path/bin/python' "$0" "$@"
+_TRAMPOLINE = b"'''exec' "
+# Enough for the `#!` line and the trampoline's second line.
+_HEAD_BYTES = 1024
+
+
+def shebang_python(path: Path) -> str | None:
+    """The Python a script runs by its `#!` line, as the line names it: `/usr/bin/python3`;
+    `python3` after env (`#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`: the first
+    on PATH); the interpreter uv's and distlib's `#!/bin/sh` trampoline execs (a path too
+    long for a `#!` line). None for anything else: a binary, a shell script, an unreadable
+    file. The one reading of a script's Python: the runner's (runners/programs'
+    `script_interpreter`, its absolute ones) and a ticket's (a `./train` of the sender's)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    lines = head.split(b"\n", 2)
+    words = [os.fsdecode(word) for word in lines[0][2:].split()]
+    if not words:
+        return None
+    if is_python(words[0]):  # the one rule for an interpreter's name (python3.13t, pypy3)
+        return words[0]
+    base = os.path.basename(words[0])  # noqa: PTH119 (a word, not a path of this machine)
+    if base == "env":
+        return next((word for word in words[1:] if is_python(word)), None)
+    if base == "sh" and len(lines) > 1 and lines[1].startswith(_TRAMPOLINE):
+        try:
+            parts = shlex.split(os.fsdecode(lines[1]))
+        except ValueError:
+            return None
+        # `'''exec' '/x/python' "$0" "$@"` splits to ["exec", "/x/python", "$0", "$@"].
+        return parts[1] if len(parts) > 1 else None
+    return None

@@ -37,18 +37,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
-from reprospec.core.pythonargs import is_python
+from reprospec.core.shellline import shebang_python
 from reprospec.plan.workfiles import is_environment_folder
 
 # Written by a guard into the attempt's folder ($REPROSPEC_STACK_DIR): the runner reads it
 # when the attempt ends and makes the attempt an infra-error with its first line.
 FOREIGN_FILE = "foreign-program.txt"
-# What uv and distlib write instead of a `#!` line longer than the kernel takes:
-#   #!/bin/sh
-#   '''exec' '/long/path/bin/python' "$0" "$@"
-_TRAMPOLINE = b"'''exec' "
-# Enough for the `#!` line and the trampoline's second line.
-_HEAD_BYTES = 1024
 # The shell words of a command line that only set a variable for the program (`A=1 pytest`).
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 
@@ -80,31 +74,11 @@ class Foreign:
 
 def script_interpreter(path: str) -> str | None:
     """The Python a script runs by absolute path (its `#!` line, or uv's trampoline for a
-    long one); None for anything else: a binary, a shell script, `#!/usr/bin/env python3`
-    (which runs the first python3 on the attempt's PATH: the cell's), an unreadable file."""
-    try:
-        with open(path, "rb") as file:  # noqa: PTH123 (a str from shutil.which)
-            head = file.read(_HEAD_BYTES)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    lines = head.split(b"\n", 2)
-    words = lines[0][2:].split()
-    if not words:
-        return None
-    program = os.fsdecode(words[0])
-    if is_python(program):  # the one rule for an interpreter's name (python3.13t, pypy3)
-        return program if program.startswith("/") else None
-    if os.path.basename(program) == "sh" and len(lines) > 1 and lines[1].startswith(_TRAMPOLINE):  # noqa: PTH119
-        try:
-            parts = shlex.split(os.fsdecode(lines[1]))
-        except ValueError:
-            return None
-        # `'''exec' '/x/python' "$0" "$@"` splits to ["exec", "/x/python", "$0", "$@"].
-        if len(parts) > 1 and parts[1].startswith("/"):
-            return parts[1]
-    return None
+    long one: core/shellline's `shebang_python`); None for anything else: a binary, a shell
+    script, `#!/usr/bin/env python3` (which runs the first python3 on the attempt's PATH:
+    the cell's), an unreadable file."""
+    found = shebang_python(Path(path))
+    return found if found is not None and found.startswith("/") else None
 
 
 def _real_dir(path: str) -> str:

@@ -4365,6 +4365,16 @@ def test_a_native_programs_skeleton_asks_for_no_python_or_packages(tmp_path: Pat
         'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: x\n'
     )
     assert not read_ticket(f"$ ./crash\n{traceback}").native
+    # A program by path on no evidence that it is native (no debugger's stack, not here as
+    # an ELF file) may be the sender's Python script: its skeleton still asks for them.
+    segfault = "$ ./train --lr 1\nSegmentation fault (core dumped)\n"
+    assert not read_ticket(segfault, tmp_path).native
+    (tmp_path / "train").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(64))
+    assert read_ticket(segfault, tmp_path).native
+    # A `#!` line that runs Python by env's options, or uv's trampoline, is Python's.
+    for head in ("#!/usr/bin/env -S python3 -u\n", "#!/bin/sh\n'''exec' '/x/python' \"$0\"\n"):
+        (tmp_path / "crash").write_text(f"{head}import ctypes\n")
+        assert not read_ticket(crash, tmp_path).native, head
 
 
 def test_a_pytest_report_without_its_command_line_runs_its_failing_test() -> None:
