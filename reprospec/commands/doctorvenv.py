@@ -109,7 +109,7 @@ def resolve_check(
     todos: dict[str, None] = {}  # of each unknown answer, in order (_STOPPED's)
     built = 0
     lists = 0
-    sdists: dict[str, None] = {}  # built from their sdists by the resolve (Resolved.built)
+    sdists: dict[str, None] = {}  # built by the resolve, having no wheel (Resolved.built)
     for (wanted, packages), cells in groups.items():
         try:
             python = venvs.find_interpreter(wanted)
@@ -166,8 +166,8 @@ def resolve_check(
     # (an sdist's wheel built as the venv build builds it, kept in uv's cache, which the
     # run's build reuses: "nothing built" was untrue of it)
     how = (
-        f"{', '.join(sdists)} built from {'its sdist' if len(sdists) == 1 else 'their sdists'} "
-        "(no wheel for the interpreter) into uv's cache; nothing installed"
+        f"{', '.join(sdists)} built as the venv build builds {'it' if len(sdists) == 1 else 'them'}"
+        " (no wheel here: an sdist, a path) into uv's cache; nothing installed"
         if sdists
         else "nothing built"
     )

@@ -107,7 +107,8 @@ def resolve(
             env=env,
         )
         if done.returncode == 0:
-            return _sdists_built(python, _pinned(done.stdout), index, cwd, timeout_s, env)
+            pinned = _pinned(done.stdout)
+            return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
     except UvTimeout as exc:
         if "pip compile" not in str(exc):
             return Resolved("unknown", str(exc))  # (a build of an sdist: said by its step)
@@ -145,6 +146,7 @@ def _pinned(compiled: str) -> list[str]:
 def _sdists_built(
     python: str,
     pinned: Sequence[str],
+    packages: Sequence[str],
     index: IndexConfig,
     cwd: Path | None,
     timeout_s: float,
@@ -156,10 +158,19 @@ def _sdists_built(
     wheel, which may not. Each such one is built here as the build builds it (into a
     throwaway venv, `--no-deps`; uv keeps the wheel in its cache, which the run's build then
     reuses): `unsatisfiable` with the build's own last line where it fails. doctor passed
-    such a list, `the cells' packages resolve`, and every cell of it was an infra error."""
+    such a list, `the cells' packages resolve`, and every cell of it was an infra error. So
+    too each entry of `packages` that is a path of this machine but a wheel's (`./mypkg`, an
+    sdist's file): the build builds it, read from `cwd`."""
     import tempfile
 
+    from reprospec.environment.packages import local_path
+
     wheelless = _no_wheel(python, pinned, index, cwd, timeout_s, env)
+    wheelless += [
+        entry
+        for entry in packages
+        if (path := local_path(entry)) is not None and not path.endswith(".whl")
+    ]
     for requirement in wheelless:
         with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
             venv = Path(folder) / "venv"
@@ -183,10 +194,19 @@ def _sdists_built(
             line = build_failure_line(output)
             return Resolved(
                 "unsatisfiable",
-                f"could not build {requirement} (no wheel of it for this interpreter; its build "
-                f"from the sdist failed: {line})",
+                f"could not build {requirement} ({_whence(requirement)}: {line})",
             )
     return Resolved("ok", built=tuple(wheelless))
+
+
+def _whence(requirement: str) -> str:
+    """What a build `_sdists_built` made was of, as its failure says it: a path's, or an
+    sdist's of the index (the distribution having no wheel for the interpreter)."""
+    from reprospec.environment.packages import local_path
+
+    if local_path(requirement) is not None:
+        return "its build from that path failed"
+    return "no wheel of it for this interpreter; its build from the sdist failed"
 
 
 def _no_wheel(

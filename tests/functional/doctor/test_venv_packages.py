@@ -103,19 +103,25 @@ def build_sdist(sdist_directory, config_settings=None):
 def test_an_sdist_whose_wheel_does_not_build_fails_doctor(cli: Cli, tmp_path: Path) -> None:
     """uv's resolver reads an sdist's metadata, which built: doctor passed `the cells'
     packages resolve`, and the run's build of its wheel failed, every cell an infra error.
-    Its wheel is built as the run builds it, and its failure said in the build's words; an
-    sdist that builds (cell pkg=builds-fine) passes."""
+    Its wheel is built as the run builds it, and its failure said in the build's words (of
+    a folder's too, `./mypkg`, which the build builds alike); an sdist that builds (cell
+    pkg=builds-fine==1.0) passes."""
     from tests.support.envs import _sdist, make_slow_sdist
 
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
     _sdist(wheels, "halfbuilt", "1.0", _HALF_BUILT)
     make_slow_sdist(wheels, "builds-fine", "1.0", tmp_path / "started", 0)
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "backend.py").write_text(_HALF_BUILT)
+    (tmp_path / "mypkg" / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
     (tmp_path / "index").mkdir()
     env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
     (tmp_path / "s.yaml").write_text(
-        "reprospec: 1\nname: s\nmatrix: {pkg: [halfbuilt, builds-fine]}\nenvironment:\n"
-        f"  packages: ['${{{{ matrix.pkg }}}}==1.0', '{DEMO}==1.0']\n"
+        "reprospec: 1\nname: s\nmatrix: {pkg: [halfbuilt==1.0, ./mypkg, builds-fine==1.0]}\n"
+        f"environment:\n  packages: ['${{{{ matrix.pkg }}}}', '{DEMO}==1.0']\n"
         "command: 'true'\nexpect: {outcome: pass}\n"
     )
     argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
@@ -123,10 +129,12 @@ def test_an_sdist_whose_wheel_does_not_build_fails_doctor(cli: Cli, tmp_path: Pa
     assert done.code == 1, done.stdout + done.stderr
     check = _checks(done.stdout)["venv-packages"]
     assert check["status"] == "fail", check
+    gcc = "error: command 'gcc-13' failed: No such file or directory"
     assert check["why"].startswith(
-        f"halfbuilt==1.0, {DEMO}==1.0 cannot be installed (in cell pkg=halfbuilt): could not build "
-        "halfbuilt==1.0 (no wheel of it for this interpreter; its build from the sdist failed: "
-        "error: command 'gcc-13' failed: No such file or directory)"
+        f"halfbuilt==1.0, {DEMO}==1.0 cannot be installed (in cell pkg=halfbuilt==1.0): could "
+        "not build halfbuilt==1.0 (no wheel of it for this interpreter; its build from the "
+        f"sdist failed: {gcc}); ./mypkg, {DEMO}==1.0 cannot be installed (in cell "
+        f"pkg=./mypkg): could not build ./mypkg (its build from that path failed: {gcc}): "
     ), check
     assert "builds-fine" not in check["why"], check
     assert (tmp_path / "started").exists()  # (its wheel was built, as the run builds it)
