@@ -481,6 +481,10 @@ def _expect(
             f"the ticket says it then hangs), as a live run reads {waiting}"
             + (" (a Pool's map never notices a dead worker)" if pool else "")
         )
+    if failure.outcome == "hang" and "outcome" not in comments:
+        importing = _hung_import(ticket)
+        if importing is not None:
+            comments["outcome"] = f"while importing {importing} (the log's stack shows it)"
     # The live capture's rule (one function): a worker's or a child's crash is expected by
     # its signal and where, never by the main process's exception, nor by the main loop's
     # step for a worker (the ticket is one attempt). A crash the log names no process of is
@@ -813,6 +817,8 @@ def _found(ticket: Ticket) -> str:
         # A Pool left waiting by the child that died (its faulthandler dump): the hang is
         # the main process's, the signal the child's, as a live run says it.
         return f"hang after a child died of {failure.signal}"
+    if failure.outcome == "hang" and (importing := _hung_import(ticket)) is not None:
+        return f"hang while importing {importing}"
     if ticket.cut_traceback:
         what = " (its traceback cut before the exception line)"
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
@@ -827,6 +833,20 @@ def _found(ticket: Ticket) -> str:
         # lines with a step and no phase (`step 1: ...`) said `in a worker step 1`.
         at = f", main loop at {position}"
     return f"{failure.outcome}{what}{where}{at}"
+
+
+def _hung_import(ticket: Ticket) -> str | None:
+    """The module a hang's stack was importing (`wandb/__init__.py` of a py-spy dump whose
+    `import wandb` never returned): the file of the `<module>` frame innermost past
+    importlib's, as a live capture's `hang while importing slowmod.py:3` names it (its
+    line where the log's frames keep none); None where the stack shows no import. The
+    title said only `hang`, and the import was read from the stack by hand."""
+    frames = ticket.python_frames
+    machinery = [i for i, frame in enumerate(frames) if frame.startswith("<frozen importlib.")]
+    if not machinery or machinery[-1] + 1 >= len(frames):
+        return None
+    file, _, function = frames[machinery[-1] + 1].rpartition(":")
+    return file if function == "<module>" and file else None
 
 
 def _name(ticket: Ticket) -> str:

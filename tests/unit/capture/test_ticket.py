@@ -4556,3 +4556,27 @@ def test_a_guessed_command_of_an_xdist_workers_crash_runs_it_under_xdist() -> No
     read = read_ticket(log)
     assert read.failure.where == "child"
     assert read.command == "python -m pytest -n 1 tests/test_native.py::test_segv"
+
+
+def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
+    # A py-spy dump of `python train.py` stuck in `import wandb` (its service never ready):
+    # the title said `hang`, where a live capture says `hang while importing ...`.
+    dump = (
+        "$ py-spy dump --pid 48213\nProcess 48213: python train.py --epochs 3\n"
+        "Python v3.11.5 (/usr/bin/python3.11)\n\n"
+        'Thread 48213 (idle): "MainThread"\n'
+        "    _recv (multiprocessing/connection.py:395)\n"
+        "    _wait_for_ready (wandb/sdk/service/service.py:87)\n"
+        "    <module> (wandb/__init__.py:40)\n"
+        "    _call_with_frames_removed (<frozen importlib._bootstrap>:241)\n"
+        "    _find_and_load (<frozen importlib._bootstrap>:1176)\n"
+        "    <module> (train.py:7)\n"
+    )
+    draft = skeleton(read_ticket(dump), "wandb.md")
+    assert draft.title == "From a ticket: hang while importing wandb/__init__.py"
+    assert draft.expect_comments["outcome"] == (
+        "while importing wandb/__init__.py (the log's stack shows it)"
+    )
+    # A hang that imports nothing is titled as before.
+    waiting = dump.replace("    <module> (wandb/__init__.py:40)\n", "    main (train.py:3)\n")
+    assert skeleton(read_ticket(waiting), "w.md").title == "From a ticket: hang"
