@@ -18,6 +18,7 @@ Three layers, so that no attempt outlives its engine:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -45,6 +46,7 @@ INFLIGHT_PREFIX = "inflight-"
 # Every container the docker runner creates carries its token under this label.
 CONTAINER_LABEL = "org.reprospec.attempt"
 WATCHDOG = Path(__file__).resolve().with_name("watchdog.py")
+_F_SETPIPE_SZ = 1031
 
 
 def new_tag() -> int:
@@ -127,7 +129,8 @@ class _Watchdog:
 
         `later`: a line that may wait for the next one (an attempt that ended: its tag
         names no live process any more, so a watchdog that never hears it kills nothing
-        for it). Both then go in one write: one wake-up of the watchdog per attempt.
+        for it). Both then go in one write per attempt, which the watchdog reads with others
+        a few times a second (watchdog.DRAIN_S).
         """
         with self._lock:
             if self._broken:
@@ -148,6 +151,11 @@ class _Watchdog:
                 except OSError:
                     self._broken = True
                     return
+                with contextlib.suppress(OSError):
+                    # The watchdog reads it a few times a second (watchdog.DRAIN_S): room
+                    # for about 11,000 attempts' lines between two reads.
+                    assert self._proc.stdin is not None
+                    fcntl.fcntl(self._proc.stdin.fileno(), _F_SETPIPE_SZ, 1 << 20)
             assert self._proc.stdin is not None
             lines, self._later = [*self._later, line], []
             try:
