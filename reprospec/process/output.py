@@ -85,7 +85,7 @@ class CappedLog:
         self.total += len(data)
         view = memoryview(data)
         if self._file is None:
-            self._file = self.path.open("wb")
+            self._file = self._made()
         if self._head_left > 0:
             part = view[: self._head_left]
             self._file.write(part)
@@ -96,6 +96,18 @@ class CappedLog:
             view = view[len(part) :]
         if view:
             self._into_ring(view)
+
+    def _made(self) -> BinaryIO:
+        """The lazy log, created at the first byte. An attempt may have removed its own
+        folder by then (a cleanup step's `rm -rf .reprospec`, the run's store and folder
+        with it, then `echo cleaned`): the folder is made again, so that what it printed
+        after is kept and the attempt judged, where the first byte lost the output and the
+        run stopped (exit 3) on the attempt's folder gone (store/db.py puts the store back)."""
+        try:
+            return self.path.open("wb")
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return self.path.open("wb")
 
     def _into_ring(self, view: memoryview) -> None:
         size = self._tail

@@ -479,8 +479,25 @@ def test_two_engines_started_together_on_a_fresh_store_both_finish(tmp_path: Pat
 # -- an attempt deletes --out --------------------------------------------------------------
 
 
-def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None:
+# The cleanup step of cell n=2: it removes --out whole. Until it is gone: the engine writes
+# into --out beside the attempts (the environment capture's cache/tools.json and the
+# store's digest.key, on the capture's thread), so a single rmtree could meet a file made
+# after its listing, fail with "Directory not empty" (a load of 20 widens that window)
+# and fail the cell, where the store's deletion is what is tested. Then, given words, it
+# prints them: a step that says what it did, after the folder of its logs went with --out.
+_CLEANUP = """\
+import os, shutil, sys
+if sys.argv[1] == "2":
+    while os.path.exists(sys.argv[2]):
+        shutil.rmtree(sys.argv[2], ignore_errors=True)
+    if sys.argv[3]:
+        print(sys.argv[3])
+"""
+
+
+def _cleanup_run(tmp_path: Path, said: str) -> tuple[CliResult, Path]:
     out = tmp_path / "out"
+    (tmp_path / "cleanup.py").write_text(_CLEANUP)
     spec = _spec(
         tmp_path,
         f"""\
@@ -488,11 +505,15 @@ def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None
         name: cleanup
         matrix:
           n: [1, 2, 3]
-        command: python -c "import shutil; ${{{{ matrix.n }}}} == 2 and shutil.rmtree('{out}')"
+        command: python {tmp_path / "cleanup.py"} ${{{{ matrix.n }}}} {out} '{said}'
         expect: {{outcome: pass}}
         """,
     )
-    result = _reprospec("run", str(spec), "--out", str(out), "-j", "1")
+    return _reprospec("run", str(spec), "--out", str(out), "-j", "1"), out
+
+
+def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None:
+    result, out = _cleanup_run(tmp_path, "")
     assert result.code == 0, result.stderr
     assert f"{out / 'results.db'} was deleted while the run went" in result.stderr
     db = out / "results.db"
@@ -500,6 +521,24 @@ def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None
     assert _rows(db, "SELECT status FROM runs") == [("finished",)]
     report = (result.latest_run() / "report.md").read_text()
     assert "was deleted while the run went" in report
+    shutil.rmtree(out)
+
+
+def test_an_attempt_that_prints_after_deleting_out_is_judged_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    # Its log is made at its first byte, in a folder the step had just removed: the output
+    # was lost, the attempt an infra error whose own empty logs could not be made either,
+    # and the run stopped there (exit 3, "stdout.log: No such file or directory").
+    result, out = _cleanup_run(tmp_path, "cleaned up")
+    assert result.code == 0, result.stderr
+    assert "No such file or directory" not in result.stderr
+    db = out / "results.db"
+    assert _rows(db, "SELECT count(*) FROM attempts") == [(3,)]
+    assert _rows(db, "SELECT status FROM runs") == [("finished",)]
+    logs = result.latest_run() / "cells" / "n=2" / "1" / "stdout.log"
+    assert logs.read_text() == "cleaned up\n"
+    assert result.results()["summary"]["reproduced"] == 3
     shutil.rmtree(out)
 
 
