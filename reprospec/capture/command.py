@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -161,6 +162,15 @@ class Request:
         return self.typed or self.argv
 
 
+class Uncounted(Enum):
+    """`Observed.common_members` of an outcome seen alone (a log's): no attempts counted."""
+
+    UNCOUNTED = "uncounted"
+
+
+UNCOUNTED = Uncounted.UNCOUNTED
+
+
 @frozen
 class Observed:
     """What the first run showed: the outcome to expect and how often it came."""
@@ -185,9 +195,10 @@ class Observed:
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
     others: tuple[Observed, ...] = ()
     # An exception group's: the member types every attempt of its failure held (each that
-    # agrees with it, `group_agrees`: which of a TaskGroup's tasks failed first is timing's);
-    # None: no group, or its attempts were not counted (the outcome's own members stand).
-    common_members: frozenset[str] | None = None
+    # agrees with it, `group_agrees`: which of a TaskGroup's tasks failed first is timing's),
+    # empty for a failure that is no group; UNCOUNTED where no attempts were counted (an
+    # Observed made from one outcome, as a log gives it): the outcome's own members stand.
+    common_members: frozenset[str] | Uncounted = UNCOUNTED
 
     @property
     def signature(self) -> str:
@@ -1072,7 +1083,7 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
             if _group_members(o)
             and native.agrees(o.signature, signature, native_unknown=True, across_builds=False)
         ]
-        common = frozenset.intersection(*held) if _group_members(chosen) and held else None
+        common = frozenset.intersection(*held) if _group_members(chosen) and held else frozenset()
         return Observed(chosen, count, len(outcomes), steps=steps, common_members=common)
 
     first = observed(*ranked[0])
@@ -1144,7 +1155,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     # matching attempt held (where none were counted, this outcome's own).
     members = _group_members(outcome)
     common = observed.common_members
-    held = frozenset(m.type for m in members) if common is None else common
+    held = frozenset(m.type for m in members) if common is UNCOUNTED else common
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
         group = group_expectation(outcome.exception, members, held)

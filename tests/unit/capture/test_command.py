@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.command import (
+    UNCOUNTED,
     Observed,
     _shown,
     _title,
@@ -385,6 +386,7 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
         members=(GroupMember("ValueError", "boom 42"),),
     )
     expect, comments = expectation(Observed(group, 1, 1))
+    assert Observed(group, 1, 1).common_members is UNCOUNTED  # seen alone: its own members
     assert (expect["exception"], expect["message"]) == ("ValueError", r"boom \d+")
     assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
 
@@ -461,9 +463,16 @@ def test_a_task_groups_member_is_one_every_attempt_of_it_held() -> None:
         _group_failure(2, "KeyError", "ValueError"),
         _group_failure(3, "ValueError"),
     ]
+    assert observe(seen).common_members == frozenset({"ValueError"})
     expect, comments = expectation(observe(seen))
     assert (expect["exception"], expect["message"]) == ("ValueError", r"valueerror \d+")
     assert "held by every attempt of it" in comments["exception"]
+    # `common_members` had three meanings, None for both "no group" and "not counted" (an
+    # outcome seen alone, a log's): counted, a failure that is no group held none.
+    plain = _attempt(
+        5, Outcome("error", exit_code=1, exception="KeyError", signature="error:KeyError")
+    )
+    assert observe([plain]).common_members == frozenset()
     # No member in all of them: the group's type alone, and no message.
     expect, comments = expectation(observe([*seen, _group_failure(4, "KeyError")]))
     assert expect["exception"] == "ExceptionGroup"
