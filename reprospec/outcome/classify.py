@@ -900,10 +900,14 @@ def _hung_frame(stack: str, source: Source) -> PythonFrame | None:
 
 def _source(workdir: Path | None, docker: bool) -> Source:
     """The text of the attempt's files by the paths its dumps name (a hang's only: it is
-    made where one is read); this host's files (`on_disk`) where no workdir is given."""
-    from reprospec.outcome.hangsource import on_disk, remembered, source_at
+    made where one is read); this host's files (`on_disk`) where no workdir is given, and
+    none (`unread`) where a container's were not mapped back: its paths (`/work/...`) are
+    not this host's files (review)."""
+    from reprospec.outcome.hangsource import on_disk, remembered, source_at, unread
 
-    return remembered(on_disk) if workdir is None else source_at(workdir, docker=docker)
+    if workdir is None:
+        return unread if docker else remembered(on_disk)
+    return source_at(workdir, docker=docker)
 
 
 def _dead_worker_pid(

@@ -1058,6 +1058,12 @@ def test_a_hangs_files_are_read_once_per_attempt(
         assert isinstance(outcome, Outcome)
         assert outcome.hung_in == Frame(str(job), 9, "work")
         assert read.count(job) == 1, read
+    # A container's dump with no workdir to map it back: its paths are no file of this
+    # host's, which it read as the container's (review).
+    read.clear()
+    outcome = classify(hung, workdir=None, docker=True)
+    assert isinstance(outcome, Outcome)
+    assert job not in read, read
 
 
 def test_a_busy_thread_caught_in_threadings_own_code_is_no_wait(tmp_path: Path) -> None:
