@@ -151,11 +151,14 @@ class _Watchdog:
                 except OSError:
                     self._broken = True
                     return
-                with contextlib.suppress(OSError):
+                assert self._proc.stdin is not None
+                try:
                     # The watchdog reads it a few times a second (watchdog.DRAIN_S): room
                     # for about 11,000 attempts' lines between two reads.
-                    assert self._proc.stdin is not None
                     fcntl.fcntl(self._proc.stdin.fileno(), _F_SETPIPE_SZ, 1 << 20)
+                except OSError:
+                    # Past pipe-max-size or the user's pipe quota: read as each line comes.
+                    self._later.insert(0, watchdog.EACH.decode())
             assert self._proc.stdin is not None
             lines, self._later = [*self._later, line], []
             try:

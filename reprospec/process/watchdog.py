@@ -14,7 +14,7 @@ it, on its stdin, what it has running:
     done-path PATH
 
 It reads them a few times a second (`DRAIN_S`), not as each comes: only its stdin's end
-wakes it at once.
+wakes it at once (unless the engine's first line is `each`: its pipe stayed small).
 
 When stdin ends (the engine exited, however it exited), everything still
 registered is killed or removed, and the watchdog exits. The engine's in-flight
@@ -148,6 +148,9 @@ def remove_container(name: str) -> None:
 
 # How often the watchdog reads what the engine told it while the engine lives (seconds).
 DRAIN_S = 0.25
+# The engine's first line where it could not enlarge the pipe: read each line as it comes
+# (a small pipe would fill between two reads, and the engine wait for the next).
+EACH = b"each"
 
 
 def _told(fd: int) -> Iterator[bytes]:
@@ -159,7 +162,8 @@ def _told(fd: int) -> Iterator[bytes]:
     (its lines, about 90 bytes an attempt, in a pipe the engine enlarges to 1 MiB). Woken at
     every line, the watchdog spent about 70 us of CPU per attempt of `true`, beside the
     engine's 1.4 ms (issue 30, item 5). What is written before the engine dies is in the
-    pipe when the watchdog reads it at the end, so nothing told is lost.
+    pipe when the watchdog reads it at the end, so nothing told is lost. Told EACH (the pipe
+    could not be enlarged), it is woken by each line again.
     """
     import select
 
@@ -179,7 +183,11 @@ def _told(fd: int) -> Iterator[bytes]:
                     yield pending
                 return
             *lines, pending = (pending + chunk).split(b"\n")
-            yield from lines
+            for line in lines:
+                if line == EACH:
+                    poller.modify(fd, select.POLLIN)  # woken by each line from now on
+                else:
+                    yield line
         if ended:
             # Hung up: the next read returns what is left, then the end (no busy poll).
             os.set_blocking(fd, True)

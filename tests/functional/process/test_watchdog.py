@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from reprospec.process import leftovers
+from reprospec.process import leftovers, watchdog
 
 
 def _switches(pid: int) -> int:
@@ -19,11 +19,9 @@ def _switches(pid: int) -> int:
     raise AssertionError("no voluntary_ctxt_switches")
 
 
-def test_the_watchdog_reads_its_lines_in_batches_and_loses_none(tmp_path: Path) -> None:
-    """Woken at every line (an attempt's start: one a millisecond with `true`), the watchdog
-    spent about 70 us of CPU per attempt beside the engine's 1.4 ms. It reads what is there a
-    few times a second, and at its stdin's end every line told is in: each folder named in
-    a `path` line is removed, the one told done is kept."""
+def _told(tmp_path: Path, first: bytes = b"") -> int:
+    """Tell a watchdog of 200 folders, a line every 2 ms, and one of them done; end its
+    stdin. How many times it was woken meanwhile; each folder not done is removed."""
     folders = [tmp_path / f"f{i}" for i in range(200)]
     for folder in folders:
         folder.mkdir()
@@ -34,6 +32,8 @@ def test_the_watchdog_reads_its_lines_in_batches_and_loses_none(tmp_path: Path) 
     )
     assert proc.stdin is not None
     try:
+        proc.stdin.write(first)
+        proc.stdin.flush()
         time.sleep(0.5)  # its start, and its first wait
         before = _switches(proc.pid)
         for folder in folders:
@@ -46,5 +46,22 @@ def test_the_watchdog_reads_its_lines_in_batches_and_loses_none(tmp_path: Path) 
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
-    assert woken < 20, woken  # about 2 per DRAIN_S (0.25 s), where it was 200
     assert [f.name for f in tmp_path.iterdir()] == [folders[-1].name]
+    return woken
+
+
+def test_the_watchdog_reads_its_lines_in_batches_and_loses_none(tmp_path: Path) -> None:
+    """Woken at every line (an attempt's start: one a millisecond with `true`), the watchdog
+    spent about 70 us of CPU per attempt beside the engine's 1.4 ms. It reads what is there a
+    few times a second, and at its stdin's end every line told is in: each folder named in
+    a `path` line is removed, the one told done is kept."""
+    woken = _told(tmp_path)
+    assert woken < 20, woken  # about 2 per DRAIN_S (0.25 s), where it was 200
+
+
+def test_an_engine_whose_pipe_stayed_small_has_each_line_read(tmp_path: Path) -> None:
+    """Where the engine could not enlarge the pipe (pipe-max-size, the user's pipe quota),
+    a small pipe would fill between two reads: its first line asks for each line to be read
+    as it comes, as before."""
+    woken = _told(tmp_path, watchdog.EACH + b"\n")
+    assert woken > 100, woken
