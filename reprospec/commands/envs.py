@@ -44,11 +44,13 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "--older-than",
         default=None,
         metavar="DURATION",
-        help="prune: only environments (and images) unused for this long (like 7d, 12h; "
-        "default 30d)",
+        help="prune: only environments (and images) unused for this long, and failed builds' "
+        "logs written as long ago (like 7d, 12h; default 30d)",
     )
     p.add_argument(
-        "--all", action="store_true", help="prune: every environment (and image not in use)"
+        "--all",
+        action="store_true",
+        help="prune: every environment and failed build's log (and image not in use)",
     )
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go")
 
