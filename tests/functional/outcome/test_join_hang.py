@@ -67,9 +67,13 @@ def test_a_join_hang_names_the_thread_it_waits_for_not_the_heartbeat(
 ) -> None:
     (tmp_path / "job.py").write_text(_JOB.format(beat=beat, work=work, end=end))
     spec = tmp_path / "spec.yaml"
+    # The timeout counts from the spawn, and the stacks are read at it: the program must be
+    # at its hang by then (the interpreter started, `w` in `work`). At a load of 12 on two
+    # cores it got there 0.2-0.3 s in (a dump before that reads `hang in <module>`): 1 s
+    # left a more loaded machine's slow start little room (flaky in full runs, alone not).
     spec.write_text(
         "reprospec: 1\nname: join-hang\ncommand: python job.py\n"
-        "run: {timeout: 1s}\nexpect: {outcome: hang}\n"
+        "run: {timeout: 3s}\nexpect: {outcome: hang}\n"
     )
     result = cli("run", str(spec))
     assert result.code == 0, result.stdout + result.stderr
