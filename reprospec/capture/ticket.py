@@ -466,6 +466,8 @@ _DRIVE = r"[A-Za-z]:"
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(rf"^\s*(?:\(\S+\)\s*)?(?:PS )?{_DRIVE}\\[^>\n]*> *(?P<command>.+)$")
+# PowerShell's call operator before the program it runs (`& .\venv\Scripts\python.exe`).
+_POWERSHELL_CALL = re.compile(r"^&\s+")
 # A line of a script's trace (`bash -x`, `set -x`): the command the shell ran, after PS4's
 # `+ ` (`++ ` in a command substitution), as a prompt line shows one typed: a job script's
 # `+ srun python train.py` was no command, and the skeleton's stood in a TODO.
@@ -2214,7 +2216,11 @@ def _command(text: str) -> str | None:
     for index, line in enumerate(lines):
         windows = _WINDOWS_PROMPT.match(line)
         if windows is not None:
-            line = "$ " + _unwindowed(windows["command"], prompted=True)
+            # PowerShell runs a program by a path through its call operator (`& "C:\Program
+            # Files\...\python.exe" train.py`): kept, it was a POSIX shell's `&` that put
+            # nothing in the background, the spec's command broken.
+            typed = _POWERSHELL_CALL.sub("", windows["command"])
+            line = "$ " + _unwindowed(typed, prompted=True)
         elif (traced := _XTRACE.match(line)) is not None:
             line = "$ " + traced["command"]  # the command as the shell ran it
         prompt = _PROMPT.match(line)

@@ -4580,3 +4580,22 @@ def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
     # A hang that imports nothing is titled as before.
     waiting = dump.replace("    <module> (wandb/__init__.py:40)\n", "    main (train.py:3)\n")
     assert skeleton(read_ticket(waiting), "w.md").title == "From a ticket: hang"
+
+
+def test_powershells_call_operator_is_no_part_of_the_command(tmp_path: Path) -> None:
+    # PowerShell runs a program by a (quoted) path through `&`: the command kept it,
+    # `& C:/.../python.exe train.py`, a POSIX shell's background `&` before nothing.
+    raised = 'Traceback (most recent call last):\n  File "train.py", line 5, in <module>\n'
+    raised += "ValueError: x\n"
+    for prompt, command in (
+        (
+            r"PS C:\proj> & C:\Users\me\AppData\Local\Programs\Python\Python311\python.exe"
+            " train.py --lr 1",
+            "python train.py --lr 1",
+        ),
+        (
+            r'PS C:\proj> & "C:\Program Files\Python311\Scripts\torchrun.exe" train.py',
+            "torchrun train.py",
+        ),
+    ):
+        assert read_ticket(f"{prompt}\n{raised}", tmp_path).command == command, prompt
