@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         *([base] if base is not None else []),
         *_resolved(every_python, checked, links, args),
         *_tool_checks(python, env, args.runner, captured=uncaptured is None),
-        *(_docker_checks(environments, args.spec, links) if environments else ()),
+        *(_docker_checks(environments, args.spec, find_links=links) if environments else ()),
         # (the docker runner's, with a SPEC, are `_docker_checks`'; the venv runner's uv is
         # needed alike with one, where it was not checked and its absence said nothing)
         *(_runner_checks(args.runner) if needs is None or args.runner == "venv" else ()),
@@ -137,11 +137,11 @@ def run(args: argparse.Namespace) -> int:
 
         spec = args.spec if needs is not None else None
         images, missing, unmade = (
-            doctorimage.present_images(plans, spec, links) if spec else ([], [], [])
+            doctorimage.present_images(plans, spec, find_links=links) if spec else ([], [], [])
         )
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         checks = doctorimage.image_checks(
-            checks, needs, images, spec, visible, missing, unmade, links
+            checks, needs, images, spec, visible, missing, unmade, find_links=links
         )
         header = f"{args.spec or 'docker'}{doctorimage.header(images, missing, unmade, spec)}"
     else:
@@ -489,7 +489,7 @@ def _runner_checks(runner: str) -> list[Check]:
     from reprospec.doctor import Check
 
     if runner == "docker":
-        return _docker_checks((), "")
+        return _docker_checks((), "", find_links=None)
     if runner != "venv":
         return []
     from reprospec.venvs.build import EnvBuildError, uv_binary
@@ -510,7 +510,7 @@ def _runner_checks(runner: str) -> list[Check]:
 
 
 def _docker_checks(
-    environments: Sequence[Environment], spec: str, find_links: Path | None = None
+    environments: Sequence[Environment], spec: str, *, find_links: Path | None
 ) -> list[Check]:
     """The docker runner's needs: an engine that answers, and each cell's image there or
     buildable (its FROM images there: reprospec never pulls). `doctor --runner docker`

@@ -58,7 +58,7 @@ HOST_TOOLS = ("starter", "native-stacks", "cuda-libraries", "sanitizer", "cuda-s
 
 
 def present_images(
-    plans: Sequence[AttemptPlan], spec: str, find_links: Path | None = None
+    plans: Sequence[AttemptPlan], spec: str, *, find_links: Path | None
 ) -> tuple[list[tuple[str, AttemptPlan]], list[str], list[str]]:
     """(tag, one plan of it) of each distinct image the plans run in that is here, in order,
     the tags of those not here yet, and the cells whose image cannot be made, by why
@@ -137,7 +137,8 @@ def image_checks(
     visible_devices: str | None,
     missing: Sequence[str] = (),
     unmade: Sequence[str] = (),
-    find_links: Path | None = None,
+    *,
+    find_links: Path | None,
 ) -> list[Check]:
     """The host's checks (`host`, in doctor's order) made for the docker runner: each of
     an interpreter or a tool made in each image that is here, and skipped for each image
@@ -150,7 +151,7 @@ def image_checks(
 
     inside: dict[str, list[Check]] = {}
     if images and spec is not None and needs is not None:
-        inside = _made_inside(needs, images, spec, visible_devices, find_links)
+        inside = _made_inside(needs, images, spec, visible_devices, find_links=find_links)
         # Each check made in the images here, skipped for those not here: the header named
         # the ones here alone, and nothing said the other cells were not checked.
         for tag in missing:
@@ -198,7 +199,8 @@ def _made_inside(
     images: Sequence[tuple[str, AttemptPlan]],
     spec: str,
     visible_devices: str | None,
-    find_links: Path | None = None,
+    *,
+    find_links: Path | None,
 ) -> dict[str, list[Check]]:
     """Each check of `_INSIDE` and `native-stacks`, by name, made in each image: from the
     environment a throwaway container of it captures, as a run does (its runner given the

@@ -32,12 +32,12 @@ def test_an_image_not_here_yet_says_nothing_of_the_hosts_interpreter() -> None:
     # advice of --python, which the docker runner refuses (exit 2).
     six = CellPackages(("six==1.16.0",), ("default",))
     needs = doctor.Needs(python="3.10", packages=six.packages, package_sets=(six,), runner="docker")
-    (check,) = image_checks([HOST], needs, [], "s.yaml", None)
+    (check,) = image_checks([HOST], needs, [], "s.yaml", None, find_links=None)
     assert (check.name, check.status, check.why) == ("spec-environment", "skipped", NOT_HERE)
     # What the runner refuses of any image is said all the same.
     mine = CellPackages(("six", "./mypkg"), ("default",))
     refused = replace(needs, packages=mine.packages, package_sets=(mine,))
-    (check,) = image_checks([HOST], refused, [], "s.yaml", None)
+    (check,) = image_checks([HOST], refused, [], "s.yaml", None, find_links=None)
     assert check.status == "fail"
     assert check.why.startswith("environment.packages './mypkg': a path on this machine")
     assert check.why.endswith(": on the docker runner every cell of it is an infra error, not run")
@@ -57,7 +57,7 @@ def test_the_engine_alone_resolves_no_spec_folder(
     gone.mkdir()
     monkeypatch.chdir(gone)
     gone.rmdir()
-    (check,) = _docker_checks((), "")
+    (check,) = _docker_checks((), "", find_links=None)
     assert (check.name, check.status) == ("docker", "pass")
 
 
@@ -82,7 +82,7 @@ def test_an_image_not_here_beside_one_here_is_said_for_each_check(
     # other's cells were not checked: neither made nor skipped.
     from reprospec.commands import doctorimage
 
-    def made(*_: object) -> dict[str, list[doctor.Check]]:
+    def made(*_: object, **__: object) -> dict[str, list[doctor.Check]]:
         return {
             "torch": [doctor.Check("torch", "pass", "in image a:1: torch 2.13.0")],
             "native-stacks": [doctor.Check("native-stacks", "pass", "gdb runs in image a:1")],
@@ -95,7 +95,13 @@ def test_an_image_not_here_beside_one_here_is_said_for_each_check(
     ]
     plan = cast("AttemptPlan", None)  # (asked of nothing: _made_inside is the fake's)
     checks = image_checks(
-        host, doctor.Needs(runner="docker"), [("a:1", plan)], "s.yaml", None, ["b:2"]
+        host,
+        doctor.Needs(runner="docker"),
+        [("a:1", plan)],
+        "s.yaml",
+        None,
+        ["b:2"],
+        find_links=None,
     )
     assert [(c.name, c.status, c.why) for c in checks] == [
         ("torch", "pass", "in image a:1: torch 2.13.0"),
@@ -128,19 +134,23 @@ def test_a_cell_whose_image_cannot_be_made_is_said_not_dropped(
         SimpleNamespace(environment=env, cell=SimpleNamespace(id=cell))
         for env, cell in (("ok", "a"), ("broken", "b"), ("broken", "c"))
     ]
-    here, missing, unmade = doctorimage.present_images(cast("list[AttemptPlan]", plans), "s.yaml")
+    here, missing, unmade = doctorimage.present_images(
+        cast("list[AttemptPlan]", plans), "s.yaml", find_links=None
+    )
     assert [tag for tag, _ in here] == ["a:1"]
     assert missing == []
     # Each cell one reason stopped is named: c, with b's reason, was neither checked nor
     # said (review).
     assert unmade == ["cells b, c (no Dockerfile: ./nope/Dockerfile)"]
 
-    def made(*_: object) -> dict[str, list[doctor.Check]]:
+    def made(*_: object, **__: object) -> dict[str, list[doctor.Check]]:
         return {"torch": [doctor.Check("torch", "pass", "in image a:1: torch 2.13.0")]}
 
     monkeypatch.setattr(doctorimage, "_made_inside", made)
     host = [doctor.Check("torch", "pass", "torch 2.13.0 (the host's)")]
-    checks = image_checks(host, doctor.Needs(runner="docker"), here, "s.yaml", None, [], unmade)
+    checks = image_checks(
+        host, doctor.Needs(runner="docker"), here, "s.yaml", None, [], unmade, find_links=None
+    )
     assert [(c.status, c.why) for c in checks] == [
         ("pass", "in image a:1: torch 2.13.0"),
         ("skipped", "the image of cells b, c (no Dockerfile: ./nope/Dockerfile) cannot be made"),
@@ -152,12 +162,16 @@ def test_no_image_here_and_none_can_be_made_is_said_not_built_at_the_first_run()
     # said "not here yet (built at the first run)", which the first run cannot do (review).
     host = [doctor.Check("torch", "pass", "torch 2.13.0 (the host's)")]
     unmade = ["cell b (no Dockerfile: ./nope/Dockerfile)"]
-    checks = image_checks(host, doctor.Needs(runner="docker"), [], "s.yaml", None, [], unmade)
+    checks = image_checks(
+        host, doctor.Needs(runner="docker"), [], "s.yaml", None, [], unmade, find_links=None
+    )
     assert [(c.status, c.why) for c in checks] == [
         ("skipped", "the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"),
     ]
     # One not here yet too: both are said.
-    checks = image_checks(host, doctor.Needs(runner="docker"), [], "s.yaml", None, ["a:1"], unmade)
+    checks = image_checks(
+        host, doctor.Needs(runner="docker"), [], "s.yaml", None, ["a:1"], unmade, find_links=None
+    )
     assert checks[0].why == (
         "the image is not here yet (built at the first run): checked inside it once it is;"
         " the image of cell b (no Dockerfile: ./nope/Dockerfile) cannot be made"
