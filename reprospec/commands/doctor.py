@@ -287,6 +287,7 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     the cells of a python not here passed), each found returned in the cells' order.
     (`find_interpreter` keeps each answer, a python not here too: venv-packages asks it
     again without a second search.)"""
+    from reprospec.core.words import cells_not_run
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells
     from reprospec.venvs.build import EnvBuildError, find_interpreter, own_interpreter_path
@@ -348,8 +349,8 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
         Check(
             "venv-python",
             "fail",
-            f"{'; '.join(missing)}: the venv runner builds each cell's venv on it, so every "
-            f"{'such ' if some else ''}cell would be an infra error, not run",
+            f"{'; '.join(missing)}: the venv runner builds each cell's venv on it, so "
+            + cells_not_run(),
             f"install one (`uv python install {' '.join(versions)}`), or run with --python PATH",
         )
         if missing

@@ -39,12 +39,14 @@ def test_cells_that_name_no_python_are_not_among_every_cell_of_a_python_not_here
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Cell a names no python (built on the default base), cell b a python not here: it said
-    # "so every cell would be an infra error", though cell a runs.
+    # "so every cell would be an infra error", though cell a runs; then "every such cell
+    # would be", beside the other checks' one wording of it (core/words.cells_not_run).
     monkeypatch.setattr(build, "find_interpreter", _search({}))
     needs = doctor.Needs(python="3.4", pythons=((None, ("a",)), ("3.4", ("b",))), runner="venv")
     _, base = command._interpreter(None, needs)
     assert base is not None
-    assert "so every such cell would be an infra error" in base.why, base.why
+    assert base.why.endswith(": the venv runner builds each cell's venv on it, so every cell "
+                             "of it is an infra error, not run"), base.why  # fmt: skip
 
 
 def test_two_pythons_of_one_interpreter_are_one_and_name_no_cells(
