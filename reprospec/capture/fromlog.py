@@ -846,7 +846,12 @@ def _hung_import(ticket: Ticket) -> str | None:
     if not machinery or machinery[-1] + 1 >= len(frames):
         return None
     file, _, function = frames[machinery[-1] + 1].rpartition(":")
-    return file if function == "<module>" and file else None
+    if function != "<module>" or not file:
+        return None
+    # An installed package's module by its name in its packages' folder (a faulthandler
+    # dump's `/home/u/.venv/lib/python3.10/site-packages/wandb/__init__.py`, the sender's
+    # path, as py-spy's `wandb/__init__.py`).
+    return re.split(r"/(?:site|dist)-packages/", file.replace("\\", "/"))[-1]
 
 
 def _name(ticket: Ticket) -> str:

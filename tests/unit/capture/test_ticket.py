@@ -4577,6 +4577,17 @@ def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
     assert draft.expect_comments["outcome"] == (
         "while importing wandb/__init__.py (the log's stack shows it)"
     )
+    # faulthandler's dump names the sender's path: the module by its packages' folder.
+    timeout = (
+        "$ python train.py\nTimeout (0:05:00)!\n"
+        "Thread 0x00007f8e4b5ff640 (most recent call first):\n"
+        '  File "/home/u/.venv/lib/python3.10/site-packages/wandb/__init__.py", line 40'
+        " in <module>\n"
+        '  File "<frozen importlib._bootstrap>", line 1027 in _find_and_load\n'
+        '  File "/home/u/proj/train.py", line 7 in <module>\n'
+    )
+    title = skeleton(read_ticket(timeout), "fh.txt").title
+    assert title == "From a ticket: hang while importing wandb/__init__.py"
     # A hang that imports nothing is titled as before.
     waiting = dump.replace("    <module> (wandb/__init__.py:40)\n", "    main (train.py:3)\n")
     assert skeleton(read_ticket(waiting), "w.md").title == "From a ticket: hang"
