@@ -82,7 +82,7 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
     if outcome.detail is not None:
         out["detail"] = outcome.detail
     if outcome.chain:
-        out["chain"] = [link.to_dict() for link in _once(outcome)]
+        out["chain"] = _once(outcome)
     if outcome.pid is not None:
         out["pid"] = outcome.pid
     if outcome.cmdline is not None:
@@ -139,6 +139,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         signature=text(d.get("signature")),
         detail=text_or_none(d.get("detail")),
         chain=_ended_by(
+            d.get("chain"),
             tuple(
                 ChainLink(
                     text(link.get("type")),
@@ -187,23 +188,36 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
     )
 
 
-def _once(outcome: Outcome) -> tuple[ChainLink, ...]:
+def _once(outcome: Outcome) -> list[JsonValue]:
     """The chain as stored: the last link is the exception that ended the process, so an
     exception group there keeps its members in the outcome's `members` alone (each member
-    stored once, not again in the chain; `_ended_by` puts them back when read)."""
+    stored once, not again in the chain; `_ended_by` puts them back when read). A last link
+    of that type with none of its own, where the outcome has some, says so (`members: []`):
+    read back, it was given the outcome's (review)."""
     *before, last = outcome.chain
-    if last.members and last.type == outcome.exception and last.members == outcome.members:
-        last = replace(last, members=())
-    return (*before, last)
+    stored = last.to_dict()
+    if last.type == outcome.exception and outcome.members:
+        if last.members == outcome.members:
+            del stored["members"]
+        elif not last.members:
+            stored["members"] = []
+    return [*(link.to_dict() for link in before), stored]
 
 
 def _ended_by(
-    chain: tuple[ChainLink, ...], exception: str | None, members: tuple[GroupMember, ...]
+    stored: object,
+    chain: tuple[ChainLink, ...],
+    exception: str | None,
+    members: tuple[GroupMember, ...],
 ) -> tuple[ChainLink, ...]:
     """Inverse of `_once`: the chain's last link, the exception that ended the process,
-    gains the outcome's `members` where it was stored without them (a results.json written
-    when they were stored twice keeps its own)."""
-    if not chain or not members or chain[-1].members or chain[-1].type != exception:
+    gains the outcome's `members` where it was stored without its `members` key (the
+    chain as `stored`, its JSON); a results.json written when they were stored twice keeps
+    its own, a link written with `members: []` none."""
+    if not chain or not members or chain[-1].type != exception:
+        return chain
+    links = stored if isinstance(stored, list) else []
+    if links and isinstance(links[-1], dict) and "members" in links[-1]:
         return chain
     return (*chain[:-1], replace(chain[-1], members=members))
 

@@ -198,6 +198,10 @@ def test_a_group_ending_a_chain_has_its_members_stored_once() -> None:
     assert isinstance(links[-1], dict)
     links[-1]["members"] = [m.to_dict() for m in members]
     assert outcome_from_dict(stored) == outcome
+    # A last link of the group's type with no members of its own stays so, read back: it
+    # was given the outcome's (review).
+    bare = replace(outcome, chain=(*chain[:-1], replace(group, members=())))
+    assert outcome_from_dict(json.loads(json.dumps(outcome_to_dict(bare)))) == bare
 
 
 def test_unknown_format_is_refused() -> None:
