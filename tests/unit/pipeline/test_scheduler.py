@@ -19,7 +19,7 @@ from reprospec.core.inputs import AttemptPlan, Cell
 from reprospec.core.results import AttemptResult, NotRun, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.outcome.judge import judge_attempt
-from reprospec.pipeline import scheduler
+from reprospec.pipeline import scheduler, slack
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.pipeline.scheduler import Scheduler
 from reprospec.plan.run import RunPlan, plan_run
@@ -899,3 +899,54 @@ def test_settle_after_a_ctrl_c_waits_the_slack_without_spinning(tmp_path: Path) 
     assert waited <= scheduler.STOPPED_SLACK_S + 0.2
     # A read each 50 ms slice of the slack at most (and the one that ends the wait).
     assert len(reads) <= scheduler.STOPPED_SLACK_S / 0.05 + 3, len(reads)
+
+
+def test_the_ends_of_quick_attempts_are_said_together_not_one_wake_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The main thread woke every 10 ms while ends were held (a run of `true` at -j 1: an
+    # end every millisecond or few), each wake taking the interpreter lock from the
+    # attempts' thread for the few ends grown due since; on a loaded machine nearly one
+    # wake an end. It wakes at most every BATCH_S, and says what grew due meanwhile.
+    plan = make_plan(tmp_path, "expect: {outcome: pass}\n", repeat=150, jobs=1)
+
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event) -> AttemptResult:
+        time.sleep(0.003)
+        return AttemptResult(plan.attempt, 0.003, PASS, True, (), logs="")
+
+    said: list[int] = []
+    ran = Scheduler(
+        plan,
+        attempt,
+        progress=lambda event, _c, _r, finished, _t: (
+            said.append(finished) if event == "attempt" else None
+        ),
+        stop_arrival=StopClock(),
+    )
+    wakes = 0
+    release = ran._release
+
+    def counted() -> None:
+        nonlocal wakes
+        wakes += 1
+        release()
+
+    monkeypatch.setattr(ran, "_release", counted)
+    begin = time.monotonic()
+    ran.run()
+    took = time.monotonic() - begin
+    ran.settle()
+    assert sorted(said) == list(range(1, 151))
+    # The first end waits its slack; from then on, a wake per BATCH_S at most (and a few
+    # for the slices' rounding), where 10 ms wakes made 3 to 5 times as many.
+    assert wakes <= (took - scheduler.STOPPED_SLACK_S) / slack.BATCH_S + 4, (wakes, took)
+
+
+def test_the_wait_for_the_next_due_end_is_never_below_the_batch() -> None:
+    ends = slack.RecentEnds()
+    assert ends.wait_s(100.0, 0.1) == 0.1  # nothing held: the longest
+    cell = Cell(id="default", index=0, matrix={})
+    ends.add(slack.Ended(100.0, cell, PASS_RESULT, 1, 2))
+    assert ends.wait_s(100.0, 0.1) == pytest.approx(0.1)  # due in the slack: the longest
+    assert ends.wait_s(100.0 + slack.STOPPED_SLACK_S - 0.001, 0.1) == slack.BATCH_S
+    assert ends.wait_s(100.0 + slack.STOPPED_SLACK_S + 1.0, 0.1) == slack.BATCH_S
