@@ -56,7 +56,7 @@ from reprospec.core.redact import (
 from reprospec.core.requirements import normalize
 from reprospec.core.results import bare_type
 from reprospec.core.units import format_duration, parse_duration
-from reprospec.core.words import plural
+from reprospec.core.words import guessed_from_pytest, plural
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
 from reprospec.spec.todo import senders_paths_item
@@ -375,10 +375,10 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
             ),
             *(
                 (
-                    f"The command is a guess from pytest's report of {ticket.test} (the log"
-                    " shows no command line): check it against how the tests were run.",
+                    f"The command is {guessed_from_pytest(ticket.test)}: check it against"
+                    " how the tests were run.",
                 )
-                if ticket.command_guessed
+                if ticket.command_guessed and ticket.test is not None
                 else ()
             ),
             *((bounded.note(bounded.timeout()),) if bounded is not None else ()),

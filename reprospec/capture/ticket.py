@@ -41,7 +41,7 @@ from reprospec.core.signals import (
     signal_from_words,
     signal_name,
 )
-from reprospec.core.words import plural, programs_name
+from reprospec.core.words import guessed_from_pytest, plural, programs_name
 from reprospec.outcome.children import (
     RANK_LINE,
     RANK_PREFIX,
@@ -982,9 +982,8 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
                 programs_name(path, name, own=_own_program(path, name)) for path, name in by_name
             ]
         evidence.append(
-            f"the command: {command} (a guess: the log shows pytest's report of the test, "
-            "not the command that ran it)"
-            if guessed
+            f"the command: {command}, {guessed_from_pytest(test)}"
+            if guessed and test is not None
             else f"the command: {command}"
         )
         if any(
