@@ -635,17 +635,22 @@ def control_group_kill(engine: subprocess.Popen[str], out: Path, first: int) -> 
     """A control-group kill (systemd's, Slurm's) of a `reprospec run` storing in `out` whose
     one attempt is running: SIGTERM to `first`, the attempt's program, then to the rest of
     the engine's tree, deepest first, and the engine, once the engine has stored the
-    attempt's end (it stores an end as it reads it). So the engine's stop comes after an end
-    that it caused, as a real one does, within the slack that sets such an end aside.
+    attempt's end (it stores an end as it reads it, where the attempt ran HELD_UNDER_S or
+    longer: a shorter one is held until its line is said, after the slack). So the engine's
+    stop comes after an end that it caused, as a real one does, within the slack that sets
+    such an end aside.
 
     A fixed 50 ms between the two was too short on a loaded machine: the engine's stop could
     come before it had read the end it should follow (resume[python-prompt] failed once in
     about 11 runs).
     """
+    from reprospec.pipeline.stages import HELD_UNDER_S
     from reprospec.store.db import Store
 
     (run_id,) = (store := Store(out, reader=True)).run_ids()
     others = [p for p in _tree(engine.pid) if p != first]
+    # The attempt began before `first` was found: past HELD_UNDER_S from now, it is older.
+    time.sleep(HELD_UNDER_S * 1.5)
     os.kill(first, signal.SIGTERM)
     began = time.monotonic()
     while not store.finished_attempts(run_id):
