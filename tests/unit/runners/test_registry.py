@@ -15,10 +15,10 @@ def test_the_registry_builds_every_runner_the_options_accept_and_no_other() -> N
 def test_a_search_runs_inside_one_keep_servers_block() -> None:
     """lo40: isolate, minimize and amplify each opened `keep_servers()` around their search
     with the same three lines; `kept_servers` does it for all three, the local runner's
-    module imported when a search runs."""
-    from reprospec.amplify.driver import amplify_spec
-    from reprospec.isolation.driver import isolate_spec
-    from reprospec.minimize.driver import minimize_spec
+    module imported when a search runs. Each entry point takes it from `search_scope`
+    (servers=True: tests/unit/pipeline/test_searchscope.py reads which), and inside a search
+    so held the block is open."""
+    from reprospec.pipeline.searchscope import search_scope
     from reprospec.runners import kept_servers, local
 
     @kept_servers
@@ -29,11 +29,15 @@ def test_a_search_runs_inside_one_keep_servers_block() -> None:
     assert search("python3") is True
     assert local._kept("python3") is None  # and closed after it
     assert search.__doc__ == "A search."
-    kept = search.__code__  # functools.wraps copies the name, not the code
-    for verb in (isolate_spec, minimize_spec, amplify_spec):
-        layer: object = verb
-        codes = []
-        while layer is not None:
-            codes.append(getattr(layer, "__code__", None))
-            layer = getattr(layer, "__wrapped__", None)
-        assert kept in codes, verb
+
+    @search_scope(servers=True)
+    def scoped(python: str) -> bool:
+        return local._kept(python) is not None
+
+    @search_scope(servers=False)
+    def unscoped(python: str) -> bool:
+        return local._kept(python) is not None
+
+    assert scoped("python3") is True
+    assert unscoped("python3") is False
+    assert local._kept("python3") is None
