@@ -1132,18 +1132,15 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
 # A native frame of CPython's own (`_PyEval_EvalFrameDefault`, `PyObject_Call`,
 # `Py_BytesMain`): a native stack of a Python program, which runs Python after all.
 _PYTHON_NATIVE_FUNCTION = re.compile(r"(?:^|[^A-Za-z])_?Py[A-Z_][A-Za-z]")
-# A frame's words that may name its module (gdb's `from /usr/lib/libpython3.11.so.1.0`,
-# lldb's `python3.11`_PyEval...`).
-_FRAME_WORDS = re.compile(r"[\s`()]+")
 
 
 def _pythons_native_frame(frame: str) -> bool:
-    """Whether a native frame is the interpreter's: one of CPython's functions, or in an
-    interpreter's executable or library (`pythonargs.is_interpreter_file`: `libpython3.11.so`,
-    lldb's `python3.11` module, PyPy's `libpypy3.10-c.so`)."""
-    return _PYTHON_NATIVE_FUNCTION.search(frame) is not None or any(
-        map(is_interpreter_file, _FRAME_WORDS.split(frame))
-    )
+    """Whether a native frame (`_native_frames`' `function@file`: `??@libpython3.11.so.1.0`,
+    lldb's `___lldb_unnamed_symbol5@python3.11`) is the interpreter's: one of CPython's
+    functions, or in an interpreter's executable or library (`pythonargs.is_interpreter_file`:
+    `libpython3.11.so`, lldb's `python3.11` module, PyPy's `libpypy3.10-c.so`)."""
+    where = frame.rpartition("@")[2]
+    return _PYTHON_NATIVE_FUNCTION.search(frame) is not None or is_interpreter_file(where)
 
 
 def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str]) -> bool:

@@ -4357,6 +4357,12 @@ def test_a_native_programs_skeleton_asks_for_no_python_or_packages(tmp_path: Pat
     crash = ticket("gdb-breakpoint-then-crash.md")
     pyeval = crash.replace("#2  0x0000555555555164 in main", "#2  0x1 in _PyEval_EvalFrameDefault")
     assert not read_ticket(pyeval, tmp_path).native
+    # ... or frames of a stripped libpython (`?? () from .../libpython3.11.so.1.0`).
+    stripped = crash.replace(
+        "#2  0x0000555555555164 in main (argc=3, argv=0x7fffffffe7d8) at crash.c:3",
+        "#2  0x1 in ?? () from /usr/lib/libpython3.11.so.1.0",
+    )
+    assert not read_ticket(stripped, tmp_path).native
     (tmp_path / "crash").write_text("#!/usr/bin/env python3\nimport ctypes\n")
     assert not read_ticket(crash, tmp_path).native
     assert not read_ticket(crash.replace("./crash --count 4", "./crash.sh --count 4")).native
