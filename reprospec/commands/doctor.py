@@ -308,7 +308,7 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     versions: list[str] = []  # of those not found
     for request, cells in wanted:
         try:
-            interpreter = find_interpreter(request)
+            interpreter = find_interpreter(request, remember_failure=True)
         except EnvBuildError as exc:
             not_here.append((str(exc), cells))
             versions.append(request)

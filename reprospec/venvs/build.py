@@ -221,30 +221,38 @@ def own_interpreter_path() -> str:
     return os.path.realpath(sys.executable)
 
 
-def find_interpreter(request: str | None = None) -> Interpreter:
+def find_interpreter(request: str | None = None, *, remember_failure: bool = False) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter.
-    Each request is looked for once a process (`_looked_up`), found or not."""
-    found = _looked_up(request)
-    if isinstance(found, EnvBuildError):
-        raise found.with_traceback(None)
-    return found
+    A found one is kept for the process (`_looked_up`). A failure is kept only where
+    `remember_failure` asks (doctor, whose checks ask again: a `uv python find` of up to
+    120 s each); a run looks again, so an interpreter made since is found, and a
+    `UvTimeout` is never kept."""
+    if remember_failure and request in _failures:
+        raise _failures[request].with_traceback(None)
+    try:
+        return _looked_up(request)
+    except UvTimeout:
+        raise
+    except EnvBuildError as exc:
+        if remember_failure:
+            _failures[request] = exc
+        raise
+
+
+_failures: dict[str | None, EnvBuildError] = {}  # find_interpreter's, where remembered
 
 
 @lru_cache(maxsize=32)
-def _looked_up(request: str | None) -> Interpreter | EnvBuildError:
-    """`find_interpreter`'s answer, kept: an interpreter not here too (a `uv python find` of
-    up to 120 s, and the search past it). Only a found one was kept, so doctor kept the
-    failures in a dict of its own beside this cache, handed from check to check."""
-    try:
-        return _find_interpreter(request)
-    except EnvBuildError as exc:
-        return exc
+def _looked_up(request: str | None) -> Interpreter:
+    """`find_interpreter`'s found interpreter, kept (lru_cache keeps no exception)."""
+    return _find_interpreter(request)
 
 
 def forget_interpreters() -> None:
     """Drop what `find_interpreter` kept (a test that changes PATH between searches)."""
     _looked_up.cache_clear()
+    _failures.clear()
 
 
 def _find_interpreter(request: str | None) -> Interpreter:

@@ -16,7 +16,7 @@ from reprospec.venvs.build import EnvBuildError
 def _search(here: dict[str, str]) -> object:
     """A stand-in for `find_interpreter` finding only the pythons of `here`."""
 
-    def find(request: str | None = None) -> SimpleNamespace:
+    def find(request: str | None = None, **_: object) -> SimpleNamespace:
         if request in here:
             return SimpleNamespace(path=here[request])
         raise EnvBuildError(f"no Python {request} on this machine")

@@ -23,7 +23,7 @@ def asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ..
     monkeypatch.setenv(venvs.ENVS_VARIABLE, str(tmp_path / "envs"))
     monkeypatch.setattr(venvs, "uv_binary", lambda: "/bin/uv")
     monkeypatch.setattr(venvs, "user_index_config", lambda *_: venvs.IndexConfig())
-    monkeypatch.setattr(venvs, "find_interpreter", lambda *_: PYTHON)
+    monkeypatch.setattr(venvs, "find_interpreter", lambda *_, **__: PYTHON)
     lists: list[tuple[str, ...]] = []
 
     def resolve(_: str, packages: tuple[str, ...], *__: object, **___: object) -> Resolved:

@@ -14,7 +14,9 @@ from reprospec.venvs.build import (
     EnvBuildError,
     EnvRequest,
     Interpreter,
+    UvTimeout,
     build_failure_line,
+    find_interpreter,
     local_sources,
     locked,
     not_found,
@@ -465,3 +467,39 @@ def test_a_link_to_build_again_under_a_linked_folder_is_said_as_the_folder_is_na
         build.ensure_env(request, root, progress=lambda p: said.append(p.message))
     named = tmp_path / "proj" / "elsewhere"
     assert any(f"is a link to {named}: removing" in line for line in said), said
+
+
+def test_a_run_looks_again_for_an_interpreter_not_found_and_doctor_keeps_the_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reprospec.venvs import build
+
+    here: list[Interpreter] = []
+    searches: list[str | None] = []
+
+    def search(request: str | None) -> Interpreter:
+        searches.append(request)
+        if request == "timeout":
+            raise UvTimeout("uv python find ran past 120 s")
+        if not here:
+            raise EnvBuildError(f"interpreter not found: {request}")
+        return here[0]
+
+    monkeypatch.setattr(build, "_find_interpreter", search)
+    build.forget_interpreters()
+    try:
+        with pytest.raises(EnvBuildError):
+            find_interpreter("/tmp/nopython")
+        here.append(Interpreter("/tmp/nopython", "3.12.1"))  # made since
+        assert find_interpreter("/tmp/nopython").version == "3.12.1"
+        here.clear()
+        for _ in range(2):  # doctor's checks: one search
+            with pytest.raises(EnvBuildError):
+                find_interpreter("3.99", remember_failure=True)
+        assert searches.count("3.99") == 1
+        for _ in range(2):  # a timeout once is not kept, for doctor either
+            with pytest.raises(UvTimeout):
+                find_interpreter("timeout", remember_failure=True)
+        assert searches.count("timeout") == 2
+    finally:
+        build.forget_interpreters()
