@@ -356,14 +356,16 @@ def loops_kept(program: Program) -> tuple[str, ...]:
     found: list[str] = []
     for _, text in program.files:
         try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+            loops = [
+                node
+                for node in ast.walk(ast.parse(text))
+                if reads_its_variable(node) and isinstance(node, (ast.For, ast.AsyncFor))
+            ]
+            # ast.walk is breadth-first: a nested loop came before a later top-level one.
+            loops.sort(key=lambda n: (n.lineno, n.col_offset))
+            found += [f"for {ast.unparse(n.target)} in {ast.unparse(n.iter)}" for n in loops]
+        except UNREADABLE:
             continue
-        found += [
-            f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
-            for node in ast.walk(tree)
-            if reads_its_variable(node) and isinstance(node, (ast.For, ast.AsyncFor))
-        ]
     return tuple(found)
 
 

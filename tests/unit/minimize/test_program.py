@@ -10,7 +10,7 @@ from reprospec.isolation.candidates import Tally
 from reprospec.minimize.program import Program, as_written, left_out
 from reprospec.minimize.report import _layout_note, sizes
 from reprospec.minimize.search import MinimizeResult
-from reprospec.minimize.source import apply, numbered
+from reprospec.minimize.source import apply, loops_kept, numbered
 from tests.support.deep import too_deep
 
 # A user's DataLoader script, in its own layout: no blank line between methods, a comment.
@@ -129,3 +129,9 @@ def test_a_results_store_is_left_out_whatever_its_name_and_a_programs_own_databa
     assert not left_out(data)
     assert left_out(tmp_path / ".git")
     assert not left_out(tmp_path / "src")
+
+
+def test_loops_kept_are_in_the_order_written_and_a_too_deep_file_is_skipped() -> None:
+    text = "def f(ws):\n    for w in ws:\n        w.join()\n\n\nfor t in threads:\n    t.start()\n"
+    program = Program(("python",), (), files=(("a.py", text), ("deep.py", too_deep())))
+    assert loops_kept(program) == ("for w in ws", "for t in threads")
