@@ -55,9 +55,10 @@ expect:
 """
 
 EVENT_WAIT = "stuck -> threading.py:wait -> threading.py:wait"
-# SPEC's timeout, 3 s: it counts from the spawn, and each hung attempt's place is read at
-# it, so the program must be at its hang by then; a dump before it reads another place
-# (`<module>`): the original's places two, or a candidate's hang taken for one elsewhere.
+# SPEC's timeout (and ANYWHERE_SPEC's), 3 s: it counts from the spawn, and each hung
+# attempt's place is read at it, so the program must be at its hang by then; a dump before
+# it reads another place (`<module>`): the original's places two, or a candidate's hang
+# taken for one elsewhere.
 # 1 s left a loaded machine's slow start little room (flaky in full runs, alone not).
 
 
@@ -130,7 +131,7 @@ matrix:
   hang: ["1", "0"]
 command: python anywhere.py
 run:
-  timeout: 1s
+  timeout: 3s
 expect:
   outcome: hang
   cases:
