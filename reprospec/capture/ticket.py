@@ -467,7 +467,7 @@ _DRIVE = r"[A-Za-z]:"
 # `.\train.py` for `.train.py`).
 _WINDOWS_PROMPT = re.compile(rf"^\s*(?:\(\S+\)\s*)?(?:PS )?{_DRIVE}\\[^>\n]*> *(?P<command>.+)$")
 # PowerShell's call operator before the program it runs (`& .\venv\Scripts\python.exe`).
-_POWERSHELL_CALL = re.compile(r"^&\s+")
+_POWERSHELL_CALL = re.compile(r"^&\s*")
 # A line of a script's trace (`bash -x`, `set -x`): the command the shell ran, after PS4's
 # `+ ` (`++ ` in a command substitution), as a prompt line shows one typed: a job script's
 # `+ srun python train.py` was no command, and the skeleton's stood in a TODO.

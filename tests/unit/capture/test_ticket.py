@@ -4614,5 +4614,9 @@ def test_powershells_call_operator_is_no_part_of_the_command(tmp_path: Path) -> 
             r'PS C:\proj> & "C:\Program Files\Python311\Scripts\torchrun.exe" train.py',
             "torchrun train.py",
         ),
+        (  # `&` without a space, which PowerShell takes too
+            r'PS C:\proj> &"C:\Program Files\Python311\python.exe" train.py',
+            "python train.py",
+        ),
     ):
         assert read_ticket(f"{prompt}\n{raised}", tmp_path).command == command, prompt
