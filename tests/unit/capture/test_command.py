@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.command import (
-    UNCOUNTED,
     Observed,
     _shown,
     _title,
@@ -386,9 +385,12 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
         members=(GroupMember("ValueError", "boom 42"),),
     )
     expect, comments = expectation(Observed(group, 1, 1))
-    assert Observed(group, 1, 1).common_members is UNCOUNTED  # seen alone: its own members
     assert (expect["exception"], expect["message"]) == ("ValueError", r"boom \d+")
     assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
+    # Seen alone (UNCOUNTED, an Observed from one outcome): its own members stand; where
+    # counted attempts held no member in common, none is expected.
+    counted = replace(Observed(group, 1, 1), common_members=frozenset())
+    assert expectation(counted)[0]["exception"] != "ValueError"
 
 
 def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
