@@ -46,7 +46,6 @@ INFLIGHT_PREFIX = "inflight-"
 # Every container the docker runner creates carries its token under this label.
 CONTAINER_LABEL = "org.reprospec.attempt"
 WATCHDOG = Path(__file__).resolve().with_name("watchdog.py")
-_F_SETPIPE_SZ = 1031
 
 
 def new_tag() -> int:
@@ -155,7 +154,7 @@ class _Watchdog:
                 try:
                     # The watchdog reads it a few times a second (watchdog.DRAIN_S): room
                     # for about 11,000 attempts' lines between two reads.
-                    fcntl.fcntl(self._proc.stdin.fileno(), _F_SETPIPE_SZ, 1 << 20)
+                    fcntl.fcntl(self._proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
                 except OSError:
                     # Past pipe-max-size or the user's pipe quota: read as each line comes.
                     self._later.insert(0, watchdog.EACH.decode())

@@ -48,7 +48,6 @@ _READ_SIZE = 1 << 16
 _PIPE_DEFAULT = 1 << 16
 # How often a running attempt's dead, re-parented processes are reaped.
 ZOMBIE_SWEEP_S = 0.5
-_F_SETPIPE_SZ = 1031
 # The most reads of the pipes before a stall is judged (64 KiB each): a child that floods
 # them is not stalled, and what is left unread is read by the next turn of the loop.
 _DRAIN_STEPS = 64
@@ -199,7 +198,7 @@ class _Pump:
         """The child fills pipe `fd`: fewer, larger reads from now on (once a pipe)."""
         self.grown.add(fd)
         with contextlib.suppress(OSError):  # over the user's pipe quota: it stays as it is
-            fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
 
     def drain(self, most: int = _DRAIN_STEPS) -> int:
         """Read what the child's pipes hold now, without waiting (at most `most` reads of
