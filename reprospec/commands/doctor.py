@@ -493,6 +493,7 @@ def _runner_checks(runner: str) -> list[Check]:
         return _docker_checks((), "", find_links=None)
     if runner != "venv":
         return []
+    from reprospec.core.words import cells_not_run
     from reprospec.venvs.build import EnvBuildError, uv_binary
 
     try:
@@ -502,8 +503,7 @@ def _runner_checks(runner: str) -> list[Check]:
             Check(
                 "uv",
                 "fail",
-                f"{exc}: the venv runner builds each cell's venv with it, so every cell "
-                "would be an infra error, not run",
+                f"{exc}: the venv runner builds each cell's venv with it, so " + cells_not_run(),
                 "pip install uv",
             )
         ]

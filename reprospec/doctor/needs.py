@@ -554,6 +554,8 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
     refused. `rest`, what the check says of the rest, is said too (a failure first)."""
     from dataclasses import replace
 
+    from reprospec.core.words import cells_not_run
+
     every = needs.cells or sum(len(cells) for _, cells in needs.pythons)
 
     def of(ids: Sequence[str]) -> str:
@@ -573,8 +575,8 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
             "spec-environment",
             "fail",
             "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
-            f"only the cell's packages, and the cell names none{of(needs.torchless)}: every such "
-            "cell is an infra error (torch is not installed in the cell's venv), not run"
+            f"only the cell's packages, and the cell names none{of(needs.torchless)}, so torch "
+            f"is not installed in its venv: {cells_not_run()}"
             + (f"; {unnamed}" if needs.torch_unnamed else "")
             + also,
             f"add torch to their environment.packages (`{pin}`), or run on the local runner",

@@ -141,3 +141,20 @@ def test_cells_that_name_no_python_on_the_same_interpreter_are_not_another(
     interpreters, _ = command._interpreter(None, needs)
     labels = [each.label for each in interpreters]
     assert labels == ["python 3.11 (cells py=3.11, py=none)", "python 3.12 (cell py=3.12)"]
+
+
+def test_uv_not_here_says_which_cells_are_not_run_in_the_one_wording(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `doctor --runner venv` without uv said "so every cell would be an infra error, not
+    # run", beside the other checks' one wording of it (core/words.cells_not_run).
+    def missing() -> str:
+        raise EnvBuildError("uv is not on PATH")
+
+    monkeypatch.setattr(build, "uv_binary", missing)
+    (check,) = command._runner_checks("venv")
+    assert check.status == "fail"
+    assert check.why == (
+        "uv is not on PATH: the venv runner builds each cell's venv with it, so every cell of "
+        "it is an infra error, not run"
+    ), check.why

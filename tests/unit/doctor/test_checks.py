@@ -785,10 +785,13 @@ def test_a_workload_whose_venv_has_no_torch_fails_on_the_venv_runner() -> None:
     needs = replace(doctor.needs_of(cells, ["w", "pinned", "command"]), runner="venv")
     check = by_name(machine(), needs)["spec-environment"]
     assert check.status == "fail"
-    assert "and the cell names none (cell w): every such cell is an infra error" in check.why
+    assert (
+        "and the cell names none (cell w), so torch is not installed in its venv: every cell of "
+        "it is an infra error, not run"
+    ) in check.why
     # As commands/doctor hands it on for the venv runner's python: the cells still named.
     checked = by_name(machine(), replace(needs, python="3.11", pythons=()))["spec-environment"]
-    assert "and the cell names none (cell w): every such cell" in checked.why
+    assert "and the cell names none (cell w), so torch" in checked.why
     # Each workload pins torch: nothing to say; the local runner runs the interpreter's.
     assert by_name(machine(), replace(needs, torchless=()))["spec-environment"].status != "fail"
     assert by_name(machine(), replace(needs, runner="local"))["spec-environment"].status != "fail"
