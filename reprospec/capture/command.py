@@ -618,9 +618,9 @@ def _capture(
         presets=presets,
         files=files,
         packages=packages,
-        # Unknown where another interpreter could not be read: left out, not ours. None
-        # where no Python ran (a C program's crash): the engine's version was pinned for
-        # it, a run warning on every machine with another Python.
+        # Unknown where another interpreter could not be read: left out, not ours. "" (left
+        # out too) where no Python ran (a C program's crash): the engine's version was
+        # pinned for it, a run warning on every machine with another Python.
         python=(
             pinned.python or (None if request.python is None and elsewhere is None else "")
             if modules
@@ -1272,8 +1272,8 @@ def chosen_interpreter(
     program = words[at]
     if "/" in program and is_python(program):
         words[at] = "python"
-        return tuple(words), _not_ours(str((workdir / program).absolute()))
-    found = shutil.which(program) if "/" not in program else str(workdir / program)
+        return tuple(words), _not_ours(str((workdir / Path(program).expanduser()).absolute()))
+    found = _program_path(program, workdir)
     line = shebang(Path(found), 512) if found else []
     if line and line[0].startswith("/") and is_python(line[0]):
         bin_folder = os.path.realpath(Path(line[0]).parent)
@@ -1295,6 +1295,15 @@ def chosen_interpreter(
     return tuple(words), None
 
 
+def _program_path(program: str, workdir: Path) -> str | None:
+    """The file a command's program word runs: PATH's for a bare name, else the path from
+    the workdir, a `~` expanded as the shell did (`~/.venv/bin/train`, as ticket.py's
+    _runs_native)."""
+    if "/" not in program:
+        return shutil.which(program)
+    return str(workdir / Path(program).expanduser())
+
+
 def _names_python(argv: Sequence[str], workdir: Path) -> bool:
     """Whether the command's program (past its variables and wrappers) is Python, a `.py`
     script or one whose `#!` names Python, or a program that runs anything (a shell, a
@@ -1310,7 +1319,7 @@ def _names_python(argv: Sequence[str], workdir: Path) -> bool:
     name = Path(program).name
     if is_python(name) or name.endswith((".py", ".pyw")) or name in SHELLS:
         return True
-    found = shutil.which(program) if "/" not in program else str(workdir / program)
+    found = _program_path(program, workdir)
     line = shebang(Path(found), 512) if found else []
     return bool(line) and (
         is_python(line[0]) or is_python(line[-1]) or Path(line[-1]).name in SHELLS

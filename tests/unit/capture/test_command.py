@@ -10,6 +10,7 @@ import pytest
 
 from reprospec.capture.command import (
     Observed,
+    _names_python,
     _shown,
     _title,
     capture,
@@ -480,3 +481,18 @@ def test_a_task_groups_member_is_one_every_attempt_of_it_held() -> None:
     assert expect["exception"] == "ExceptionGroup"
     assert "message" not in expect
     assert "none in all" in comments["exception"]
+
+
+def test_a_python_console_script_run_by_a_home_path_names_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    script = home / ".venv" / "bin" / "train"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/home/u/.venv/bin/python\nimport train\n")
+    monkeypatch.setenv("HOME", str(home))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert _names_python(["~/.venv/bin/train", "--epochs", "1"], workdir)
+    script.write_text("#!/bin/false\n")
+    assert not _names_python(["~/.venv/bin/train"], workdir)
