@@ -89,6 +89,12 @@ class Execution:
     instance: int | None = None
     ready_at: float | None = None
     released_at: float | None = None
+    # The attempt's workdir as the container it ran in names it (the docker runner's
+    # `/work` for a workdir under /root, /opt, /usr or /var; else the host's path), set by
+    # the runner that ran it there; None: it ran on this host. Its stack dumps name the
+    # workdir's files by it, and a hang's lines are read from the workdir through it
+    # (hangsource.source_at), every other path of the dump being the image's, not this host's.
+    container_workdir: str | None = None
     # The attempt's main process is reprospec's harness (a workload): only then are the
     # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
     harness: bool = False

@@ -104,6 +104,7 @@ from reprospec.outcome.hangsource import source_at
 from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
+from reprospec.runners import workdir_inside
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -367,7 +368,7 @@ def _minimize(
             workdir,
             live=_live(attempt.preload, original),
             workload=workload,
-            docker=run_options.runner == "docker",
+            runner=run_options.runner,
         )
         if state.reread(lambda probe: reread(probe, run_options.out.resolve() / "runs", lines)):
             say(
@@ -1061,7 +1062,7 @@ def _dir_places(
     """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place), its
     lines read from DIR (`workdir`), as the container named it under docker."""
     run_dir = out.resolve() / "runs" / run.run_id
-    source = source_at(workdir, docker=run.runner == "docker")
+    source = source_at(workdir, container=workdir_inside(run.runner, workdir))
     return [p for p in (attempt_place(run_dir, a, source) for a in attempts) if p != UNREAD]
 
 

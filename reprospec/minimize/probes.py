@@ -38,6 +38,7 @@ from reprospec.minimize.workload import (
     field_overrides,
 )
 from reprospec.outcome.hangsource import Source, source_at
+from reprospec.runners import workdir_inside
 
 
 def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
@@ -119,20 +120,24 @@ def candidate_folder(folder: Path, program: str) -> Path:
 
 
 def stored_source(
-    folder: Path, workdir: Path, *, live: bool, workload: bool, docker: bool = False
+    folder: Path, workdir: Path, *, live: bool, workload: bool, runner: str = "local"
 ) -> Callable[[StoredProbe], Source]:
     """Where the lines of a stored probe's hangs are read when it is read again (`reread`):
     its candidate's own folder (`candidate_folder`, written once for that content; its
     text unknown where the folder is gone), the live folder's links to the original's
     files alone (its own files are the last candidate's), a workload's workdir (no files
-    of its own); each as the container named it where the attempts ran under docker."""
+    of its own); each as the container named it where `runner`'s attempts ran in one
+    (`workdir_inside`: a stored probe keeps no execution that recorded it)."""
+
+    def at(where: Path, *, written: bool = True) -> Source:
+        return source_at(where, written=written, container=workdir_inside(runner, where))
 
     def source(probe: StoredProbe) -> Source:
         if workload:
-            return source_at(workdir, docker=docker)
+            return at(workdir)
         if live:
-            return source_at(folder / "live", written=False, docker=docker)
-        return source_at(candidate_folder(folder, program_of(probe.key)), docker=docker)
+            return at(folder / "live", written=False)
+        return at(candidate_folder(folder, program_of(probe.key)))
 
     return source
 
@@ -248,8 +253,6 @@ class ProbeRunner:
         self.spec_path = spec_path
         self.overrides = tuple(overrides)
         self.options = options
-        # A docker attempt's dump names the workdir as its container does (hangplace).
-        self._docker = options.runner == "docker"
         self.failing = failing
         # The settings step's configuration: a one-cell matrix and the failing expect.
         self.failing_overrides = tuple(failing_overrides)
@@ -332,12 +335,12 @@ class ProbeRunner:
         first = self.state.first_attempt(key, max(1, probe.attempts) if failing_side else 1)
         if self.workload:
             sets = [*self.overrides, *field_overrides(program)]
-            source = source_at(self.workdir, docker=self._docker)
+            source = source_at(self.workdir, container=self._inside(self.workdir))
         else:
             where = self.materialize(program)
             # The candidate's lines as it ran them, whatever its folder holds when they are
             # read (a live folder is rewritten for the next candidate).
-            source = source_at(where, program.files, docker=self._docker)
+            source = source_at(where, program.files, container=self._inside(where))
             sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
             words = [*program.head, *program.args]
             command = words if self.as_list else join_words(tuple(words))
@@ -477,6 +480,11 @@ class ProbeRunner:
         """What no candidate mirrors: this search's folder and the store it is in (--out),
         which `left_out` cannot tell from its database before the first run is stored."""
         return {self.folder.resolve(), self.options.out.resolve()}
+
+    def _inside(self, workdir: Path) -> str | None:
+        """`workdir` as the probes' runner names it where it runs them in a container: a
+        probe's dump names its files so (hangplace), and it is stored with no execution."""
+        return workdir_inside(self.options.runner, workdir)
 
     def materialize(self, program: Program) -> Path:
         """The candidate's workdir: its files written, every other file linked to the original.

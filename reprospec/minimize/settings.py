@@ -45,6 +45,7 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.state import CannotGoOn, StoredProbe, stored_probes
 from reprospec.minimize.hangplace import attempt_place, moved, places_said
 from reprospec.outcome.hangsource import Source, source_at
+from reprospec.runners import workdir_inside
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
 
@@ -258,7 +259,7 @@ def reduce_settings(
         tuple(range(len(diffs))),
         tuple(chosen),
         options.out,
-        source_at(workdir, docker=options.runner == "docker"),
+        source_at(workdir, container=workdir_inside(options.runner, workdir)),
     )
     if same is not None:
         # Failing as the expect says is not failing the same way: a worker's segfault that

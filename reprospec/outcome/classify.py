@@ -211,7 +211,6 @@ def classify(
     argv: Sequence[str] | None = None,
     declared: Collection[str] = (),
     workdir: Path | None = None,
-    docker: bool = False,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
@@ -220,9 +219,9 @@ def classify(
     `argv`: the command's, where the attempt runs one (what it started, setupfail.py);
     `declared`: the normalized names the cell's `environment.packages` requires.
     `workdir`: where the command ran, to read a shell script it names (shellexit.py).
-    `docker`: it ran in the docker runner's container: a hang's threads are ranked by the
-    lines of the workdir's files (hangsource.source_at), which its stack dump names as the
-    container does (`/work`), not as this host.
+    A hang's threads are ranked by the lines of the workdir's files (hangsource.source_at),
+    which its stack dump names as the container it ran in did, where it ran in one
+    (`execution.container_workdir`, the runner's record: `/work`), not as this host.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
     not_run = _not_run(execution, evidence) or setup_failure(
@@ -292,7 +291,7 @@ def classify(
         # The attempt's text, one for every reading of its dump: a child's threads said in
         # the detail by this host's `/work` under docker, `hung_in` by the workdir's, and
         # the two named different threads (review).
-        source = _source(workdir, docker)
+        source = _source(workdir, execution.container_workdir)
         if events.done:
             # Its work was done: what hangs is the way out (atexit, a thread, a pool).
             phase, step, stage, module = EXIT_PHASE, None, None, None
@@ -358,7 +357,10 @@ def classify(
     elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (watched := _watchdog(stderr)):
         # It hung, and its own faulthandler watchdog ended it (`_exit(1)` after its dump),
         # as a ticket of the same dump reads it (capture/ticket.py): not `error exit 1`.
-        kind, hung_in = "hang", _watchdog_frame(watched, _source(workdir, docker))
+        kind, hung_in = (
+            "hang",
+            _watchdog_frame(watched, _source(workdir, execution.container_workdir)),
+        )
         detail = f"{WATCHDOG_ENDED_IT} ({watched.header}), exit status 1"
     elif returncode == PYTHON_UNCAUGHT_EXIT and not chain and (ended := _pytest_timeout(evidence)):
         # A test hung, and pytest-timeout's thread method ended the run (`os._exit(1)` after
@@ -898,16 +900,16 @@ def _hung_frame(stack: str, source: Source) -> PythonFrame | None:
     return hung_frame(stack, source=source)
 
 
-def _source(workdir: Path | None, docker: bool) -> Source:
+def _source(workdir: Path | None, container: str | None) -> Source:
     """The text of the attempt's files by the paths its dumps name (a hang's only: it is
     made where one is read); this host's files (`on_disk`) where no workdir is given, and
-    none (`unread`) where a container's were not mapped back: its paths (`/work/...`) are
-    not this host's files (review)."""
+    none (`unread`) where a container's (`container`: its workdir's name there) were not
+    mapped back: its paths (`/work/...`) are not this host's files (review)."""
     from reprospec.outcome.hangsource import on_disk, remembered, source_at, unread
 
     if workdir is None:
-        return unread if docker else remembered(on_disk)
-    return source_at(workdir, docker=docker)
+        return unread if container is not None else remembered(on_disk)
+    return source_at(workdir, container=container)
 
 
 def _dead_worker_pid(

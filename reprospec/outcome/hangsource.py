@@ -70,7 +70,7 @@ def source_at(
     files: Iterable[tuple[str, str]] = (),
     *,
     written: bool = True,
-    docker: bool = False,
+    container: str | None = None,
 ) -> Source:
     """The text of the files an attempt that ran in `workdir` had, by the path its dump names:
     `files` (a candidate's program files, by their path relative to the workdir) from
@@ -78,10 +78,11 @@ def source_at(
     where the dump names it.
 
     A path is the workdir's as this host names it, by its real path, or, where the attempt
-    ran in the docker runner's container (`docker`), as the container does
-    (`container_workdir`: `/work` for a workdir under /root, /opt, /usr or /var), which
-    cannot be read on the host: every place there fell back to `main (in stuck)`, so a
-    busy loop and a deadlock were one place under docker alone (review). Only there: a
+    ran in a container (`container`: the workdir as it named it, Execution's
+    `container_workdir`: the docker runner's `/work` for a workdir under /root, /opt, /usr
+    or /var), as the container does, which cannot be read on the host: every place there
+    fell back to `main (in stuck)`, so a busy loop and a deadlock were one place under
+    docker alone (review). Only there: a
     local attempt's `/work/...` is that host file, and read as the workdir's it was
     another file's line, or none (a workdir under /root and a module under /work/lib).
     The text is the attempt's, not the folder's when the place is read: a live search
@@ -92,16 +93,13 @@ def source_at(
     A container's file outside its workdir (the interpreter's threading.py, the image's
     packages) is the image's, no file of this host's: none to read (""), where the host's
     file at that path, of another version, said anything at that line."""
-    from reprospec.runners.docker.container import container_workdir
-
     own = dict(files)
     roots: list[str] = []  # each ending in "/"
-    for folder in (workdir, workdir.resolve()):
-        named = (folder.as_posix(), container_workdir(folder)) if docker else (folder.as_posix(),)
-        for root in named:
-            root = root.rstrip("/") + "/"
-            if root not in roots:
-                roots.append(root)
+    named = (workdir.as_posix(), workdir.resolve().as_posix())
+    for root in (*named, container) if container is not None else named:
+        root = root.rstrip("/") + "/"
+        if root not in roots:
+            roots.append(root)
 
     def read(path: str) -> str | None:
         for root in roots:
@@ -116,7 +114,7 @@ def source_at(
             if not workdir.is_dir() or (not written and host.is_file() and not host.is_symlink()):
                 return None
             return on_disk(str(host))
-        return "" if docker else on_disk(path)
+        return "" if container is not None else on_disk(path)
 
     return remembered(read)
 

@@ -57,12 +57,6 @@ class AttemptExecutor:
         self.runner = runner
         self.folder = folder
 
-    @property
-    def docker(self) -> bool:
-        """Whether the attempts run in the docker runner's container, whose stack dumps name
-        the workdir as it does (`/work`): the classifier reads their lines from the workdir."""
-        return self.runner.name == "docker"
-
     def __call__(
         self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
     ) -> AttemptResult | None:
@@ -93,7 +87,7 @@ class AttemptExecutor:
             return AttemptResult.not_run(plan.attempt, str(exc), logs)
         if execution.interrupted:
             return None
-        return attempt_result(plan, execution, Evidence.read(execution), logs, docker=self.docker)
+        return attempt_result(plan, execution, Evidence.read(execution), logs)
 
     def _instances(
         self,
@@ -124,7 +118,6 @@ class AttemptExecutor:
             plan,
             executions,
             [f"{logs}instance-{n}/" for n in range(len(executions))],
-            docker=self.docker,
         )
 
 
@@ -133,11 +126,9 @@ def attempt_result(
     execution: Execution,
     evidence: Evidence,
     logs: str = "",
-    *,
-    docker: bool = False,
 ) -> AttemptResult:
-    """Classify and judge one finished execution from its evidence. `docker`: it ran in the
-    docker runner's container, whose stack dumps name the workdir as it does (`/work`)."""
+    """Classify and judge one finished execution from its evidence (a container's stack
+    dumps read by the workdir it recorded, `Execution.container_workdir`)."""
     # An exit 0 is pytest's only where its report counts skips (each test skipped: no test ran).
     pytest = (
         execution.returncode is not None
@@ -152,7 +143,6 @@ def attempt_result(
             argv=plan.job.argv if isinstance(plan.job, Command) else None,
             declared=_declared(plan, execution),
             workdir=plan.workdir,
-            docker=docker,
         ),
         evidence,
     )
@@ -495,14 +485,12 @@ def instances_result(
     plan: AttemptPlan,
     executions: Sequence[Execution],
     logs: Sequence[str],
-    *,
-    docker: bool = False,
 ) -> AttemptResult:
     """One attempt from its instances' executions: each classified and judged, the attempt's
     outcome the first failure by time (`chosen_instance`; else instance 0's), every instance
-    recorded. `docker` as `attempt_result` takes it."""
+    recorded."""
     results = [
-        attempt_result(plan, execution, Evidence.read(execution), folder, docker=docker)
+        attempt_result(plan, execution, Evidence.read(execution), folder)
         for execution, folder in zip(executions, logs, strict=True)
     ]
     released = [e.released_at for e in executions if e.released_at is not None]

@@ -88,3 +88,16 @@ def kept_servers(search: Callable[P, R]) -> Callable[P, R]:
             return search(*args, **kwargs)
 
     return kept
+
+
+def workdir_inside(runner: str, workdir: Path) -> str | None:
+    """`workdir` as the attempts `runner` ran in it name it, where that is not this host:
+    the docker runner's container's (`container_workdir`: `/work` for a workdir under /root,
+    /opt, /usr or /var), None for a runner whose attempts run on this host. A finished
+    attempt records it (`Execution.container_workdir`); a search's stored probe, read again
+    without its execution (minimize), asks it here, of the runner the probes ran under."""
+    if runner != "docker":
+        return None
+    from reprospec.runners.docker.container import container_workdir
+
+    return container_workdir(workdir)

@@ -62,7 +62,7 @@ from reprospec.runners.base import (
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
 from reprospec.runners.docker.cache import hold_image
-from reprospec.runners.docker.container import PATHS, attempt_argv
+from reprospec.runners.docker.container import PATHS, attempt_argv, container_workdir
 from reprospec.runners.docker.engine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
@@ -688,6 +688,8 @@ class DockerRunner:
             launch_note="ran fresh: the docker runner starts a new container for every attempt"
             if plan.preload
             else None,
+            # The workdir as `docker run` mounted it (engine.py): its dumps' paths.
+            container_workdir=container_workdir(plan.workdir),
             **base,
         )
 

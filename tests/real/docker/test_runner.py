@@ -6,9 +6,11 @@ in CI (CI=true) a missing engine or image is a failure, not a skip.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -425,6 +427,57 @@ def test_a_hang_in_a_child_that_runs_no_python_names_it(
     stuck = stuck_child(stack, source=on_disk)
     assert stuck is not None, stack
     assert (stuck.python, stuck.command) == (False, "sleep 600")
+
+
+_JOIN_BESIDE_A_HEARTBEAT = """\
+import threading, time
+lock = threading.Lock()
+lock.acquire()
+def beat():
+    while True:
+        time.sleep(0.05)
+def work():
+    print("started", flush=True)
+    lock.acquire()
+w = threading.Thread(target=work, name="w")
+w.start()
+threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+w.join()
+"""
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_a_hang_in_a_workdir_the_container_names_work_sits_where_its_lines_say(
+    runner: DockerRunner,
+) -> None:
+    """A workdir under /var runs at /work in the container: the execution records that name
+    (`container_workdir`), and the hang's threads are ranked by the workdir's lines read
+    through it (`w` on the lock, not the heartbeat's sleep first in the dump); read as this
+    host's /work/job.py (no such file), the dump's order made it `beat`."""
+    from reprospec.core.results import Outcome
+    from reprospec.outcome.evidence import Evidence
+    from reprospec.pipeline.attempt import attempt_result
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as folder:
+        work = Path(folder)
+        (work / "job.py").write_text(_JOIN_BESIDE_A_HEARTBEAT)
+        plan = make_plan(["python3", "job.py"], work, timeout_s=8.0)
+        execution = runner.run(plan, work / "a")
+        assert execution.container_workdir == "/work"
+        assert execution.timed_out
+        assert execution.stack_path is not None
+        assert '"/work/job.py"' in execution.stack_path.read_text()
+        outcome = attempt_result(plan, execution, Evidence.read(execution)).outcome
+        assert isinstance(outcome, Outcome), outcome
+        assert outcome.hung_in is not None
+        assert (outcome.hung_in.path, outcome.hung_in.function) == ("/work/job.py", "work")
+        local = attempt_result(
+            plan, dataclasses.replace(execution, container_workdir=None), Evidence.read(execution)
+        ).outcome
+        assert isinstance(local, Outcome), local
+        assert local.hung_in is not None
+        assert local.hung_in.function == "beat"
 
 
 @needs_engine

@@ -21,6 +21,7 @@ from reprospec.minimize.hangplace import (
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.outcome.hangsource import on_disk, source_at
+from reprospec.runners import workdir_inside
 from tests.support.minimizing import proposing
 
 LIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
@@ -534,7 +535,8 @@ def test_a_place_reads_the_line_a_docker_container_named() -> None:
         workdir = Path(folder)
         (workdir / "pkg").mkdir()
         (workdir / "pkg" / "h.py").write_text(STUCK, encoding="utf-8")
-        source = source_at(workdir, docker=True)
+        source = source_at(workdir, container=workdir_inside("docker", workdir))
+        assert workdir_inside("local", workdir) is None
         assert (
             place_of(_main_in_stuck("/work/pkg/h.py", 5), source=source) == "main -> stuck -> with"
         )

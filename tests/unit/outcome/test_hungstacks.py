@@ -591,14 +591,9 @@ def test_a_join_names_the_thread_on_a_lock_not_a_busy_one_that_calls_join(
     assert hung_frame(stack, source=on_disk) == Frame(str(job), 9, "work")
 
 
-def _docker_hang(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: str, stack: str
-) -> tuple[Path, Execution]:
+def _docker_hang(tmp_path: Path, root: str, stack: str) -> tuple[Path, Execution]:
     """A hung docker attempt of `_JOB` (its line `with lock:`) whose container names the
     workdir `root`, its dump `stack`: the workdir and what the runner hands the classifier."""
-    from reprospec.runners.docker import container
-
-    monkeypatch.setattr(container, "container_workdir", lambda _: root)
     work = tmp_path / "work"
     work.mkdir()
     (work / "job.py").write_text(_JOB.format(line="with lock:"))
@@ -608,34 +603,32 @@ def _docker_hang(
         (logs / log).write_text("")
     (logs / "stack.txt").write_text(stack)
     hung = dataclasses.replace(
-        execution_in(logs, None, timed_out=True), stack_path=logs / "stack.txt"
+        execution_in(logs, None, timed_out=True),
+        stack_path=logs / "stack.txt",
+        container_workdir=root,
     )
     return work, hung
 
 
-def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_docker_attempts_join_is_ranked_by_its_workdirs_lines(tmp_path: Path) -> None:
     """A docker attempt's dump names the workdir as its container does (`/work` for a
     workdir under /root, /opt, /usr or /var): read on the host, no line was there, and the
     hang read `hang in beat` under docker alone. The classifier reads the workdir's."""
     root = "/no-such-container-root"
     work, hung = _docker_hang(
-        tmp_path, monkeypatch, root, _JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py")
+        tmp_path, root, _JOIN_BESIDE_A_HEARTBEAT.format(path=f"{root}/job.py")
     )
-    outcome = classify(hung, workdir=work, docker=True)
+    outcome = classify(hung, workdir=work)
     assert isinstance(outcome, Outcome)
     assert outcome.hung_in == Frame(f"{root}/job.py", 9, "work")
     # A local attempt's path is the host's (no such file): the dump's order stands.
-    local = classify(hung, workdir=work)
+    local = classify(dataclasses.replace(hung, container_workdir=None), workdir=work)
     assert isinstance(local, Outcome)
     assert local.hung_in is not None
     assert local.hung_in.function == "beat"
 
 
-def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(tmp_path: Path) -> None:
     """A child's threads, said in the detail, are ranked from the workdir's lines as
     `hung_in` is: under docker the detail read this host at the container's `/work` and
     put the heartbeat first, where `hung_in` named `work` (review)."""
@@ -654,8 +647,8 @@ def test_a_docker_childs_detail_names_its_threads_as_hung_in_does(
         f'  File "{_LIB}/multiprocessing/process.py", line 149 in join\n'
         f'  File "{root}/job.py", line 13 in <module>\n\n'
     )
-    work, hung = _docker_hang(tmp_path, monkeypatch, root, parent + child)
-    outcome = classify(hung, workdir=work, docker=True)
+    work, hung = _docker_hang(tmp_path, root, parent + child)
+    outcome = classify(hung, workdir=work)
     assert isinstance(outcome, Outcome)
     assert outcome.where == "child"
     assert outcome.hung_in == Frame(f"{root}/job.py", 9, "work")
@@ -710,7 +703,7 @@ def test_a_join_names_the_thread_on_a_queue_not_the_heartbeat_on_a_timed_wait(
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "job.py").write_text(job.read_text())
     moved = stack.replace(str(job), str(tmp_path / "work" / "job.py"))
-    container = source_at(tmp_path / "work", docker=True)
+    container = source_at(tmp_path / "work", container=str(tmp_path / "work"))
     assert hung_frame(moved, source=container) == Frame(
         str(tmp_path / "work" / "job.py"), 8, "work"
     )
@@ -769,7 +762,9 @@ def test_a_heartbeats_timeout_not_on_its_line_is_read_from_threadings(
     )
     assert hung_frame(stack, source=on_disk) == Frame(str(job), 8, "work")
     assert hung_frame(stack, source=source_at(work)) == Frame(str(job), 8, "work")
-    assert hung_frame(stack, source=source_at(work, docker=True)) == Frame(str(job), 4, "beat")
+    assert hung_frame(stack, source=source_at(work, container=str(work))) == Frame(
+        str(job), 4, "beat"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1061,7 +1056,7 @@ def test_a_hangs_files_are_read_once_per_attempt(
     # A container's dump with no workdir to map it back: its paths are no file of this
     # host's, which it read as the container's (review).
     read.clear()
-    outcome = classify(hung, workdir=None, docker=True)
+    outcome = classify(dataclasses.replace(hung, container_workdir=str(job.parent)), workdir=None)
     assert isinstance(outcome, Outcome)
     assert job not in read, read
 

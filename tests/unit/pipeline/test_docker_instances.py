@@ -58,10 +58,12 @@ Current thread 0x00007f0000000000 (most recent call first):
 
 
 class _HungInstances:
-    """A runner named `name` whose every instance hangs as `_STACK` says."""
+    """A runner named `name` whose every instance hangs as `_STACK` says, in a container
+    that names the workdir `container` (None: on this host), as it records."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, container: str | None) -> None:
         self.name = name
+        self.container = container
 
     def prepare(self, plans: Sequence[AttemptPlan]) -> None:
         del plans
@@ -95,7 +97,12 @@ class _HungInstances:
             (folder / "stack.txt").write_text(_STACK)
             hung = execution_in(folder, None, timed_out=True)
             executions.append(
-                dataclasses.replace(hung, stack_path=folder / "stack.txt", instance=number)
+                dataclasses.replace(
+                    hung,
+                    stack_path=folder / "stack.txt",
+                    instance=number,
+                    container_workdir=self.container,
+                )
             )
         return tuple(executions)
 
@@ -107,22 +114,24 @@ class _HungInstances:
         pass
 
 
-@pytest.mark.parametrize(("runner", "named"), [("docker", "work"), ("local", "beat")])
+@pytest.mark.parametrize(
+    ("runner", "container", "named"),
+    [("docker", _ROOT, "work"), ("local", None, "beat"), ("podman", _ROOT, "work")],
+)
 def test_each_instance_of_a_docker_attempt_reads_the_workdirs_lines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: str, named: str
+    tmp_path: Path, runner: str, container: str | None, named: str
 ) -> None:
     """Each instance is ranked from the workdir's lines under docker (`w` on the lock, not
     the heartbeat: `hang in beat` stayed for run.instances alone, review); a local attempt's
-    path is the host's, no such file, and the dump's order stands."""
-    from reprospec.runners.docker import container
-
-    monkeypatch.setattr(container, "container_workdir", lambda _: _ROOT)
+    path is the host's, no such file, and the dump's order stands. What tells them apart is
+    the container's workdir each execution recorded, not the runner's name: another
+    runner's container (`podman`) was read as this host's files."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "job.py").write_text(_JOB)
     plan = dataclasses.replace(attempt_plan(["python", "job.py"], work), instances=2)
     folder = RunFolder(tmp_path / "run").create()
-    result = AttemptExecutor(_HungInstances(runner), folder)(plan, (), threading.Event())
+    result = AttemptExecutor(_HungInstances(runner, container), folder)(plan, (), threading.Event())
     assert result is not None
     assert result.instances is not None
     for instance in result.instances:
