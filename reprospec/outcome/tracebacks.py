@@ -61,10 +61,13 @@ def traceback_starts(lines: list[str]) -> list[int]:
     a group member's `| Traceback` begin none. A header glued to the end of a line that is
     no exception's (a tqdm bar's last draw, `\r 10%|#  | 1/10 [00:00<00:01]Traceback (most
     recent call last):`, common in an ML log) begins one where a frame line follows it."""
+    # Every header holds TRACEBACK_HEADER: `in`, run in C without a copy, passes over the
+    # other lines of a whole log before a regex, a strip or _glued's rstrip.
     return [
         index
         for index, line in enumerate(lines)
-        if _TB_HEADER.match(line) or line.strip() == _ORIGINAL_HEADER or _glued(lines, index)
+        if TRACEBACK_HEADER in line
+        and (_TB_HEADER.match(line) or line.strip() == _ORIGINAL_HEADER or _glued(lines, index))
     ]
 
 
