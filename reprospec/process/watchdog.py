@@ -163,7 +163,7 @@ def _told(fd: int) -> Iterator[bytes]:
     every line, the watchdog spent about 70 us of CPU per attempt of `true`, beside the
     engine's 1.4 ms (issue 30, item 5). What is written before the engine dies is in the
     pipe when the watchdog reads it at the end, so nothing told is lost. Told EACH (the pipe
-    could not be enlarged), it is woken by each line again.
+    could not be enlarged), it reads blocking from then on: woken by each line again.
     """
     import select
 
@@ -172,7 +172,8 @@ def _told(fd: int) -> Iterator[bytes]:
     poller.register(fd, 0)  # POLLHUP and POLLERR only, which poll reports unasked
     pending = b""
     while True:
-        ended = bool(poller.poll(DRAIN_S * 1000))
+        hangup = select.POLLHUP | select.POLLERR
+        ended = any(event & hangup for _, event in poller.poll(DRAIN_S * 1000))
         while True:
             try:
                 chunk = os.read(fd, 1 << 16)
@@ -185,7 +186,9 @@ def _told(fd: int) -> Iterator[bytes]:
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 if line == EACH:
-                    poller.modify(fd, select.POLLIN)  # woken by each line from now on
+                    # From now on a blocking read returns each line as it comes (and the
+                    # end at the pipe's close): this loop reads to the end, no poll.
+                    os.set_blocking(fd, True)
                 else:
                     yield line
         if ended:

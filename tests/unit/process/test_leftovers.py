@@ -3,10 +3,15 @@ a record's text is its fields' JSON."""
 
 from __future__ import annotations
 
+import fcntl
+import io
 import json
+import subprocess
 from pathlib import Path
 
-from reprospec.process import leftovers
+import pytest
+
+from reprospec.process import leftovers, watchdog
 
 
 def test_resume_removes_an_empty_record_and_keeps_one_it_cannot_read(tmp_path: Path) -> None:
@@ -76,3 +81,33 @@ def test_a_reused_record_longer_than_a_blank_one_is_cut_to_its_own(tmp_path: Pat
     assert json.loads(path.read_text()) == flight.data.to_dict()
     flight.end()
     assert path.read_text() == " " * leftovers.RECORD_SIZE
+
+
+def test_a_pipe_not_enlarged_asks_the_watchdog_first_to_read_each_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past pipe-max-size or the user's pipe quota, F_SETPIPE_SZ fails: a small pipe would
+    # fill between two of the watchdog's reads, so its first line is EACH (no process is
+    # started: Popen stands in).
+    class Stdin(io.BytesIO):
+        def fileno(self) -> int:
+            return -1
+
+    stdin = Stdin()
+
+    class Popen:
+        pid = 1
+        returncode = None
+
+        def __init__(self, *_: object, **__: object) -> None:
+            self.stdin = stdin
+
+    def refused(*_: object) -> int:
+        raise OSError("EPERM")
+
+    monkeypatch.setattr(subprocess, "Popen", Popen)
+    monkeypatch.setattr(fcntl, "fcntl", refused)
+    told = leftovers._Watchdog()
+    told.tell("done-path /x", later=True)
+    told.tell("path /y")
+    assert stdin.getvalue() == watchdog.EACH + b"\ndone-path /x\npath /y\n"
