@@ -192,27 +192,22 @@ def summary_line(run: RunResult) -> str:
         else f"{s['reproduced']} of {plural(s['cells'], 'cell')}"
     )
     could_not = f", {broken} could not run" if broken else ""
-    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts{could_not})"
     searched = run.options.get("purpose")
     if isinstance(searched, str) and searched in SEARCH_PURPOSES:
         # A search's probe: its cells' verdicts are the engine's rule (every attempt of a
         # cell without a rate), which the search does not ask; it judges the attempts by
         # its own (minimize: a candidate fails at its first matching attempt). "as expected
-        # in 0 of 1 cell (1/2 attempts)" read as a failure the search then accepted.
+        # in 0 of 1 cell (1/2 attempts)" read as a failure the search then accepted, and a
+        # cell's "undecided" is that rule's verdict too, left out.
         text = (
             f"{head}; a probe of {searched}: {matched}/{attempts} attempts as expected"
             f"{could_not}, which the {searched} search judges by its own rule (its report), "
             "not cell by cell"
         )
-        if s["infra_error"]:
-            text += f", {s['infra_error']} infra-error"
-        if not_run:
-            text += f", {not_run} {NOT_RUN}"
-        elif run.interrupted:
-            text += " (interrupted)"
-        return text
-    if s["undecided"]:
-        text += f", {s['undecided']} undecided"
+    else:
+        text = f"{head}; as expected in {held} ({matched}/{attempts} attempts{could_not})"
+        if s["undecided"]:
+            text += f", {s['undecided']} undecided"
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
     if not_run:
