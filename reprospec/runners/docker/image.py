@@ -124,9 +124,11 @@ def recipe_for(
     environment: Environment,
     *,
     spec_dir: Path | None = None,
-    find_links: Path | None = None,
+    find_links: Path | None,
 ) -> ImageRecipe:
-    """The image recipe for one resolved `environment` section."""
+    """The image recipe for one resolved `environment` section. `find_links`, the wheel
+    folder its packages install from (None: the index), is keyword-only with no default:
+    the tag derives from it, so a caller that left it out keyed another image (review)."""
     dockerfile = environment.dockerfile
     if dockerfile:
         path = Path(dockerfile).expanduser()

@@ -518,7 +518,7 @@ def test_doctor_for_the_docker_runner_names_the_image_its_find_links_run_builds(
     )
     built = Environment(workdir=tmp_path, packages=("reprospec-envdemo==1.0",))
     tag = image.recipe_for(built, spec_dir=tmp_path, find_links=wheels).tag
-    assert tag != image.recipe_for(built, spec_dir=tmp_path).tag  # (what doctor named)
+    assert tag != image.recipe_for(built, spec_dir=tmp_path, find_links=None).tag  # (doctor's)
     argv = ("doctor", "spec.yaml", "--runner", "docker", "--format", "json")
     done = cli(*argv, "--find-links", str(wheels), cwd=tmp_path)
     assert done.code == 0, done.stdout + done.stderr

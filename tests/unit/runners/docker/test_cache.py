@@ -107,7 +107,8 @@ def test_engine_times_with_nanoseconds_and_offsets() -> None:
 
 def test_the_build_labels_say_what_the_image_holds(tmp_path: Path) -> None:
     recipe = image.recipe_for(
-        Environment.from_section({"packages": ["six==1.16.0", "numpy<2"]}, Path.cwd())
+        Environment.from_section({"packages": ["six==1.16.0", "numpy<2"]}, Path.cwd()),
+        find_links=None,
     )
     assert recipe.build is not None
     assert dict(recipe.build.labels) == {
@@ -117,7 +118,9 @@ def test_the_build_labels_say_what_the_image_holds(tmp_path: Path) -> None:
     }
     dockerfile = tmp_path / "Dockerfile.gpu"
     dockerfile.write_text("FROM python:3.11-slim AS build\nFROM build\nRUN true\n")
-    recipe = image.recipe_for(Environment.from_section({"dockerfile": str(dockerfile)}, tmp_path))
+    recipe = image.recipe_for(
+        Environment.from_section({"dockerfile": str(dockerfile)}, tmp_path), find_links=None
+    )
     assert recipe.build is not None
     assert dict(recipe.build.labels) == {
         image.SOURCE_LABEL: "dockerfile",

@@ -49,6 +49,9 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
     assert offline.build is not None
     assert "--no-index --find-links" in offline.build.dockerfile
     assert offline.tag != recipe_for({"packages": ["six"]}).tag
+    # The tag derives from it: a caller must say it (None: the index), as doctor must.
+    with pytest.raises(TypeError, match="find_links"):
+        image.recipe_for(Environment.from_section({}, Path.cwd()))  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
