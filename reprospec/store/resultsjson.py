@@ -571,7 +571,7 @@ def _resumed(value: JsonValue) -> Resumed | None:
 def cell_json(cell: CellResult) -> str:
     """One cell's entry of results.json's `cells`, as `run_json` writes it (indented in place):
     `json.dumps(..., indent=2)`'s text, made by `indented` (an object per attempt, encoded
-    on the run's main thread as each cell ends: the standard library's took 2x as long)."""
+    on the run's main thread as each cell ends: the standard library's took 2.2x as long)."""
     dumped = indented(cell_to_dict(cell))
     return "\n    " + dumped.replace("\n", "\n    ")
 

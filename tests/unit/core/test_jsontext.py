@@ -92,3 +92,20 @@ def _values(value: object) -> int:
     if isinstance(value, (list, tuple)):
         return 1 + sum(_values(v) for v in value)
     return 1
+
+
+def test_a_loaded_specs_frozen_values_are_written_without_json_dumps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A matrix value of a loaded spec (`opt: [[1, 2], {a: 1}]`) is a FrozenList or a
+    # FrozenDict, copied into the cell's entry as it is: it sent the whole cell to json.dumps.
+    from reprospec.core.frozenjson import freeze
+
+    value = {"matrix": dict(freeze({"opt": [[1, 2], {"a": 1}], "o": {"k": [True]}}))}
+    expected = json.dumps(value, indent=2, ensure_ascii=False)
+
+    def refused(*_: object, **__: object) -> str:
+        raise AssertionError("fell back on json.dumps")
+
+    monkeypatch.setattr(json, "dumps", refused)
+    assert indented(value) == expected
