@@ -76,7 +76,8 @@ class Resolved:
     # asking only after `_TIMEOUTS` of them, commands/doctorvenv).
     stopped: Literal["", "unreached", "timed_out"] = ""
     # Of an `ok` answer, the distributions it picked that have no wheel for the interpreter,
-    # each built from its sdist here as the venv build builds it (`_sdists_built`).
+    # each built from its sdist here as the venv build builds it, or a path entry of this
+    # machine, built from that path (`_sdists_built`).
     built: tuple[str, ...] = ()
 
 
@@ -165,13 +166,14 @@ def _sdists_built(
 
     from reprospec.environment.packages import local_path
 
-    wheelless = _no_wheel(python, pinned, index, cwd, timeout_s, env)
+    # Each with whether it is a path entry (built from that path, not from an sdist).
+    wheelless = [(entry, False) for entry in _no_wheel(python, pinned, index, cwd, timeout_s, env)]
     wheelless += [
-        entry
+        (entry, True)
         for entry in packages
         if (path := local_path(entry)) is not None and not path.endswith(".whl")
     ]
-    for requirement in wheelless:
+    for requirement, is_path in wheelless:
         with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
             venv = Path(folder) / "venv"
             made = run_uv(["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd)
@@ -184,7 +186,8 @@ def _sdists_built(
                     timeout=timeout_s, cwd=cwd, env=env,
                 )  # fmt: skip
             except UvTimeout:
-                said = f"building {requirement} from its sdist took over {timeout_s:g}s"
+                source = "that path" if is_path else "its sdist"
+                said = f"building {requirement} from {source} took over {timeout_s:g}s"
                 return Resolved("unknown", said)
         if done.returncode != 0:
             output = done.stderr or done.stdout
@@ -194,17 +197,15 @@ def _sdists_built(
             line = build_failure_line(output)
             return Resolved(
                 "unsatisfiable",
-                f"could not build {requirement} ({_whence(requirement)}: {line})",
+                f"could not build {requirement} ({_whence(is_path)}: {line})",
             )
-    return Resolved("ok", built=tuple(wheelless))
+    return Resolved("ok", built=tuple(entry for entry, _ in wheelless))
 
 
-def _whence(requirement: str) -> str:
-    """What a build `_sdists_built` made was of, as its failure says it: a path's, or an
-    sdist's of the index (the distribution having no wheel for the interpreter)."""
-    from reprospec.environment.packages import local_path
-
-    if local_path(requirement) is not None:
+def _whence(is_path: bool) -> str:
+    """What a build `_sdists_built` made was of, as its failure says it: a path's (`is_path`),
+    or an sdist's of the index (the distribution having no wheel for the interpreter)."""
+    if is_path:
         return "its build from that path failed"
     return "no wheel of it for this interpreter; its build from the sdist failed"
 

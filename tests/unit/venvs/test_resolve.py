@@ -101,3 +101,22 @@ def test_an_sdist_not_fetched_for_its_build_is_not_a_failed_build(
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
     assert (answer.state, answer.stopped) == ("unknown", "unreached"), answer
     assert "operation timed out" in answer.said
+
+
+def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `./mypkg` resolved, then its build ran past the timeout: it said "building ./mypkg
+    # from its sdist took over 5s", of an entry that has no sdist.
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        if argv[1:3] == ["pip", "install"]:
+            raise subprocess.TimeoutExpired(argv, 5.0)
+        return subprocess.CompletedProcess(argv, 0, "mypkg @ file:///src/mypkg\n", "")
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    answer = resolving.resolve("/py/bin/python", ["./mypkg"], IndexConfig(), timeout_s=5.0)
+    assert (answer.state, answer.said) == (
+        "unknown",
+        "building ./mypkg from that path took over 5s",
+    ), answer
