@@ -308,7 +308,7 @@ def execute(
         ) -> None:
             if event == "attempt" and result is not None:
                 # Its row is committed before its line is said (`_Keeper.record`).
-                keeper.said(result)
+                keeper.flush()
             if progress is not None:
                 progress(event, cell, result, finished, total)
 
@@ -588,9 +588,6 @@ class _Keeper:
         self.failure: str | None = None
         self.full = False  # the failure is a full disk's
         self._lock = threading.Lock()
-        # The attempts (their results' ids) recorded and not committed yet: one alive is
-        # held by the scheduler until it is said; a dead one's id reused costs a commit.
-        self._uncommitted: set[int] = set()
 
     def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
         """Store the attempt. One shorter than HELD_UNDER_S is held, written and committed
@@ -610,23 +607,13 @@ class _Keeper:
             return
         with self._lock:
             self.stored += 1
-            if commit:
-                self._uncommitted.clear()  # committed with it
-            else:
-                self._uncommitted.add(id(result))
-
-    def said(self, result: AttemptResult) -> None:
-        """`result` is about to be said: its row is committed first, with every one written
-        since the last commit (the next quarter second's lines then need none)."""
-        with self._lock:
-            if id(result) not in self._uncommitted:
-                return
-        self.flush()
 
     def flush(self) -> None:
-        """Commit the attempts recorded so far: before one is said, and at the run's end."""
-        with self._lock:
-            self._uncommitted.clear()
+        """Commit the attempts recorded so far: before one is said, with every one written
+        since the last commit (the next quarter second's lines then need none), and at the
+        run's end. The store's own list of those held says whether any is (`Store.commit`:
+        nothing to do where none is), under its lock: a list of this keeper's beside it
+        lost an attempt held between another's commit and its clearing the list (-j)."""
         if self.failure is not None:
             return
         try:

@@ -1,0 +1,53 @@
+"""`_Keeper`: an attempt's row is committed before its progress line is said."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+from reprospec.pipeline.stages import HELD_UNDER_S, _Keeper
+
+
+class _Store:
+    """A stand-in for the results store: `record_attempt(commit=False)` holds a row,
+    `commit` writes those held; `between` runs inside a committed write (another job
+    thread's attempt ending then, under -j)."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.committed: list[str] = []
+        self.between: list[Callable[[], None]] = []
+
+    def record_attempt(self, _run: str, cell_id: str, _result: object, *, commit: bool) -> None:
+        self.held.append(cell_id)
+        if commit:
+            self.commit()
+            while self.between:
+                self.between.pop()()
+
+    def commit(self) -> int:
+        held, self.held = self.held, []
+        self.committed += held
+        return len(held)
+
+
+def _attempt(name: str, duration_s: float) -> tuple[Any, Any]:
+    return SimpleNamespace(cell=SimpleNamespace(id=name)), SimpleNamespace(
+        name=name, duration_s=duration_s
+    )
+
+
+def test_a_short_attempt_held_while_a_long_one_commits_is_committed_before_it_is_said() -> None:
+    # Thread B (long) commits; thread A (short) is held before B's keeper is done with its
+    # record: A's row was then said uncommitted, which a killed engine loses.
+    store = _Store()
+    keeper = _Keeper(store, "run")  # type: ignore[arg-type]
+    plan_a, short = _attempt("a", HELD_UNDER_S / 10)
+    plan_b, long = _attempt("b", HELD_UNDER_S * 10)
+    store.between.append(lambda: keeper.record(plan_a, short))
+    keeper.record(plan_b, long)
+    assert store.held == ["a"]
+    keeper.flush()  # before A's line is said
+    assert store.committed == ["b", "a"]
+    assert keeper.stored == 2
