@@ -159,6 +159,8 @@ def _secrets_of(proposal: Proposal | None, ticket: Ticket) -> tuple[str, ...]:
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# A requirement of pytest-xdist (`pytest-xdist==3.5.0`, `pytest_xdist`), by its name.
+_XDIST = re.compile(r"pytest[-_.]xdist(?![A-Za-z0-9_.-])", re.IGNORECASE)
 
 
 def _setting_secrets(name: str, value: str) -> tuple[str, ...]:
@@ -233,7 +235,9 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     bounded: Bound | None = None
     if ticket.command is not None:
         hang = failure.outcome == "hang"
-        proposal, pytest, bounded = _proposal(ticket.command, hang=hang, settings=ticket.settings)
+        proposal, pytest, bounded = _proposal(
+            ticket.command, hang=hang, settings=ticket.settings, guessed=ticket.command_guessed
+        )
     presets = ticket.presets
     if pytest and "pytest" not in presets:
         # pytest -v's `path::test PASSED` lines: the test running when it crashed or hung.
@@ -264,6 +268,17 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append("environment.python: the Python version (the log does not say it)")
     if not machine.requirements and not ticket.native:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
+    if (
+        ticket.command_guessed
+        and ticket.xdist_crash is not None
+        and not any(_XDIST.match(requirement) for requirement in machine.requirements)
+    ):
+        # The guess runs the test under pytest-xdist (`-n 1`), which the log's machine
+        # lists no version of: without it, pytest fails with `unrecognized arguments: -n`.
+        todo.append(
+            "environment.packages: pytest-xdist (the guessed command runs the test under it,"
+            " in one worker; the log names no version of it)"
+        )
     if machine.not_pinned:
         # A program that imports one fails in every rerun: ask for it, or carry it.
         todo.append(
@@ -772,7 +787,7 @@ def _text(value: JsonValue) -> str | None:
 
 
 def _proposal(
-    command: str, *, hang: bool, settings: Sequence[tuple[str, str]] = ()
+    command: str, *, hang: bool, settings: Sequence[tuple[str, str]] = (), guessed: bool = False
 ) -> tuple[Proposal | None, bool, Bound | None]:
     """The command's axes, whether it is pytest, and (`hang`: a hang's) the `timeout`
     wrapper taken out of it (capture/timebound.py). A line with shell operators keeps
@@ -782,7 +797,9 @@ def _proposal(
     as it is, without axes. Wrappers (`timeout 300`, `nice -n 5`, `env X=1`) are read by
     plan/wrappers.py, as a live capture reads them, and kept as written: the program ran
     under them. A secret the command passes (`--token hf_...`) that the ticket's prose
-    `settings` set a variable to (`$env:HF_TOKEN="hf_..."`) is read from that variable."""
+    `settings` set a variable to (`$env:HF_TOKEN="hf_..."`) is read from that variable.
+    A `guessed` command (the ticket's, from pytest's report) has no axes: its `-n 1` is the
+    guess's, and an axis of it was commented as if the log had said it (review)."""
     head, tail = split_at_operator(command)
     try:
         argv = shlex.split(head)
@@ -794,6 +811,8 @@ def _proposal(
     if hang:
         argv, bounded = unbound(argv, hang=True)
     pytest = is_pytest(argv)
+    if guessed:
+        return Proposal(shlex.join(pytest_verbose(argv) if pytest else argv), ()), pytest, None
     proposal = propose(pytest_verbose(argv) if pytest else argv)
     held = dict(proposal.env)
     for variable, value in settings:

@@ -4562,6 +4562,20 @@ def test_a_guessed_command_of_an_xdist_workers_crash_runs_it_under_xdist() -> No
     read = read_ticket(log)
     assert read.failure.where == "child"
     assert read.command == "python -m pytest -n 1 tests/test_native.py::test_segv"
+    # The guess's `-n 1` is no axis (one said "from `-n 1`", as if the log had); where the
+    # log lists no pytest-xdist, the skeleton asks for it (else `unrecognized arguments`).
+    draft = skeleton(read, "t.md")
+    assert (draft.matrix, draft.command) == (
+        (),
+        "python -m pytest -n 1 tests/test_native.py::test_segv -v",
+    )
+    assert not [item for item in draft.todo if "pytest-xdist" in item]
+    unlisted = skeleton(read_ticket(log.replace("plugins: xdist-3.5.0\n", "")), "t.md")
+    assert unlisted.matrix == ()
+    assert [item for item in unlisted.todo if "pytest-xdist" in item] == [
+        "environment.packages: pytest-xdist (the guessed command runs the test under it, in"
+        " one worker; the log names no version of it)"
+    ]
 
 
 def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
