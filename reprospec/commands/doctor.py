@@ -191,12 +191,11 @@ def _uncaptured(
     workload runs the harness), else skipped (its packages could not be read there).
     `labels`: the pythons of a matrix tried (`python 3.9 (cell py=3.9)`), whose workload
     cells are named, not every one ("" where one interpreter is checked)."""
+    from reprospec.core.words import cells_not_run
     from reprospec.doctor import INTERPRETER_CHECKS, Check
 
     named = [label for label in labels if label]
-    whose = (
-        f"the workload cells of {' and '.join(named)} are" if named else "every workload cell is"
-    )
+    whose = cells_not_run("workload", of=" and ".join(named) or "it")
     out = [Check("capture", "warn", reason, _CAPTURE_TODO)]
     for check in checks:
         if check.name in INTERPRETER_CHECKS:
@@ -209,7 +208,7 @@ def _uncaptured(
                     "spec-environment",
                     "fail",
                     "a workload runs reprospec's harness in the interpreter, which the capture "
-                    f"could not run in (capture): {whose} an infra error, not run",
+                    f"could not run in (capture): {whose}",
                     "give an interpreter the harness runs on (--python PATH, or "
                     "environment.python with --runner venv)",
                 )

@@ -835,13 +835,13 @@ def agree(n: int, one: str = "was", other: str = "were") -> str:
     return one if n == 1 else other
 
 
-def cells_not_run(kind: str = "") -> str:
+def cells_not_run(kind: str = "", *, of: str = "it", why: str = "") -> str:
     """`every cell of it is an infra error, not run`: the one way doctor says which cells a
-    problem it found makes infra errors, whatever `it` is (a package, an interpreter, an
-    image); `kind`, the cells' where only those are (`workload`). Its checks said it three
-    ways: `every cell that names it is ...`, `the workload cells of it are infra errors`,
-    `every cell that runs in it is ...`."""
-    return f"every {kind + ' ' if kind else ''}cell of it is an infra error, not run"
+    problem it found makes infra errors. `kind`: the cells' where only those are
+    (`workload`); `of`: what they are the cells of (`it`, the package, interpreter or image
+    just named; a matrix's pythons by their labels; "" for none); `why`: in brackets."""
+    cells = f"every {kind + ' ' if kind else ''}cell{' of ' + of if of else ''}"
+    return f"{cells} is an infra error{f' ({why})' if why else ''}, not run"
 
 
 def noun(n: int, word: str, many: str = "") -> str:

@@ -566,8 +566,8 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
     pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
     unnamed = (
         f"the packages of a workload cell name no torch{of(needs.torch_unnamed)}, which the "
-        "harness runs on: unless one of them requires it (torchvision does), each such cell "
-        "is an infra error on the venv runner (torch is not installed in the cell's venv)"
+        "harness runs on: unless one of them requires it (torchvision does), on the venv runner "
+        + cells_not_run("such", of="", why="torch is not installed in the cell's venv")
     )
     also = f" (and {rest.why})" if rest.status in ("fail", "warn") else ""
     if needs.torchless:

@@ -321,7 +321,9 @@ def test_an_interpreter_the_capture_cannot_run_in_is_checked_as_the_run_uses_it(
     assert done.code == 1, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)}
     assert checks["spec-environment"]["status"] == "fail"
-    assert "every workload cell is an infra error" in checks["spec-environment"]["why"]
+    assert (
+        "every workload cell of it is an infra error, not run" in checks["spec-environment"]["why"]
+    )
 
 
 def test_a_python_of_a_matrix_the_capture_cannot_run_in_leaves_the_others_checked(

@@ -273,3 +273,15 @@ def test_missed_chance_names_the_timeout_only_where_an_attempt_hung() -> None:
     # Where the caller counts no hangs, the timeout is named beside the expect.
     assert missed_chance(0, 1, 0.3, "w").endswith("every attempt: check the expect or --timeout")
     assert missed_chance(0, 0, 0.3, "w") == ""
+
+
+def test_cells_not_run_is_one_sentence_whatever_the_cells_are_of() -> None:
+    from reprospec.core.words import cells_not_run
+
+    assert cells_not_run() == "every cell of it is an infra error, not run"
+    assert cells_not_run("workload", of="python 3.9 (cell py=3.9)") == (
+        "every workload cell of python 3.9 (cell py=3.9) is an infra error, not run"
+    )
+    assert cells_not_run("such", of="", why="torch is not installed in the cell's venv") == (
+        "every such cell is an infra error (torch is not installed in the cell's venv), not run"
+    )
