@@ -23,7 +23,7 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from reprospec.capture.datafiles import MACHINE_FOLDERS
+from reprospec.capture.datafiles import MACHINE_FOLDERS, in_machine_folders
 from reprospec.capture.envblock import Machine, parse_machine
 from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
@@ -2677,11 +2677,18 @@ def _prompted_runs(line: str) -> bool:
 
 
 # The tools a prompt runs by a path that set a machine up or look around, never the
-# failing program (`$ /opt/conda/bin/pip install torch`).
+# failing program (`$ /opt/conda/bin/pip install torch`, `$ .venv/bin/uv pip install x`,
+# `$ /opt/cuda/bin/nvcc --version`).
 _SETUP_TOOLS = frozenset(
-    {"pip", "pip3", "conda", "mamba", "micromamba", "apt", "apt-get", "git", "make", "cmake",
-     "ninja", "ls", "cat", "cd", "cp", "mv", "rm", "mkdir", "echo", "export", "source", "which"}
+    {"pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt", "apt-get", "sudo", "git",
+     "make", "cmake", "ninja", "nvcc", "nvidia-smi", "ls", "cat", "cd", "cp", "mv", "rm",
+     "mkdir", "echo", "export", "source", "which"}
 )  # fmt: skip
+# A folder of a CUDA install (`/opt/cuda`, `~/cuda-12.1`), whose programs (`bin/nvcc`,
+# `extras/demo_suite/deviceQuery`) a crash ticket runs to show its machine.
+_CUDA_INSTALL = re.compile(r"^cuda(?:-[\d.]+)?$")
+# The words after a program that only ask it about itself (`$ ./tool --version`).
+_ABOUT_ITSELF = frozenset({"--version", "-V", "--help"})
 
 
 def _runs_a_script(line: str) -> bool:
@@ -2689,14 +2696,27 @@ def _runs_a_script(line: str) -> bool:
     ./run.sh`, `$ build/crash`, `$ /home/me/proj/build/crash`, `$ ~/.venv/bin/train`), or a
     shell script by its name: the command when no prompt line runs a program tickets run
     (a `$ ./install_deps.sh` before `$ python train.py` is setup). A program by a path
-    without `./` was none, and the command a TODO; a setup tool's (`_SETUP_TOOLS`) is none."""
+    without `./` was none, and the command a TODO. None are a diagnostic's, which a wrong
+    command in the spec would be, worse than a TODO: a setup tool's (`_SETUP_TOOLS`), the
+    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`) or a CUDA install's
+    (`/usr/local/cuda/extras/demo_suite/deviceQuery`), and one asked only its version or
+    help (`$ build/tool --version`)."""
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
     if at is None:
         return False
     word = words[at]
-    return word.endswith(".sh") or (
-        "/" in word and _program_name(word) not in _SETUP_TOOLS and not word.endswith("/")
+    args = words[at + 1 :]
+    if args and all(arg in _ABOUT_ITSELF for arg in args):
+        return False
+    if word.endswith(".sh"):
+        return True
+    if "/" not in word or word.endswith("/") or _program_name(word) in _SETUP_TOOLS:
+        return False
+    path = Path(word)
+    return not (
+        (word.startswith("/") and in_machine_folders(path))
+        or any(_CUDA_INSTALL.match(part.lower()) for part in path.parts[:-1])
     )
 
 

@@ -4518,6 +4518,19 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
     assert read_ticket(f"$ /opt/conda/bin/pip install x\n{crashed}").command is None
     both = f"$ tools/prepare --out data\n$ python train.py\n{crashed}"
     assert read_ticket(both).command == "python train.py"
+    # A diagnostic run by its path is none either: the machine's or a CUDA install's
+    # program, a setup tool, or one asked only its version (the spec ran `nvcc --version`).
+    for diagnostic in (
+        "/usr/local/cuda/bin/nvcc --version",
+        "/usr/local/cuda/extras/demo_suite/deviceQuery",
+        "/opt/cuda-12.1/extras/demo_suite/deviceQuery",
+        "/usr/bin/nvidia-smi",
+        "/opt/conda/bin/sudo make install",
+        "build/crash --version",
+        "build/crash -V",
+    ):
+        log = f"$ {diagnostic}\nsome output\n{crashed}"
+        assert read_ticket(log).command is None, diagnostic
 
 
 def test_a_sanitizers_report_is_an_error_with_its_finding() -> None:
@@ -4608,6 +4621,15 @@ def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
     )
     title = skeleton(read_ticket(timeout), "fh.txt").title
     assert title == "From a ticket: hang while importing wandb/__init__.py"
+    # The interpreter's own module by its lib folder, the sender's by its name: the title
+    # showed `/usr/lib/python3.10/json/__init__.py` and `/home/u/proj/mymod.py`.
+    site = "/home/u/.venv/lib/python3.10/site-packages/wandb/__init__.py"
+    for path, shown in (
+        ("/usr/lib/python3.10/json/__init__.py", "json/__init__.py"),
+        ("/home/u/proj/mymod.py", "mymod.py"),
+    ):
+        title = skeleton(read_ticket(timeout.replace(site, path)), "fh.txt").title
+        assert title == f"From a ticket: hang while importing {shown}", title
     # A hang that imports nothing is titled as before.
     waiting = dump.replace("    <module> (wandb/__init__.py:40)\n", "    main (train.py:3)\n")
     assert skeleton(read_ticket(waiting), "w.md").title == "From a ticket: hang"
