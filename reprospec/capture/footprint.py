@@ -12,6 +12,7 @@ of it is pure reading of what came back, testable without running anything.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -739,14 +740,44 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
     frames = [m for m in map(_FRAME.match, (stack or "").split("\n")) if m]
     for inner, outer in itertools.pairwise(frames):
         if inner["function"] == "<module>" and outer["function"] == "_call_with_frames_removed":
-            path = Path(inner["file"])
-            try:
-                shown = path.resolve().relative_to(workdir).as_posix()
-            except ValueError:
-                shown = path.name
-            # faulthandler's escapes (`w\udc80x.py`) as the report shows them (`w�x.py`).
-            return f"{unescaped_name(shown)}:{inner['line']}"
+            return imported_module(inner["file"], int(inner["line"]), workdir)
     return None
+
+
+# An absolute path, POSIX's or Windows' (`C:/proj/mymod.py`, its slashes made forward).
+_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+# Where a library's or the interpreter's module path starts (each match ends in a slash).
+_LIBRARY_CODE = re.compile(LIBRARY_CODE)
+
+
+def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
+    """How a hang's title names the module it was importing, a live capture's
+    (`hung_import`) and a ticket's (capture/fromlog.py) alike: a library's or the
+    interpreter's module by its path in its packages' or lib folder (`wandb/__init__.py`,
+    `json/__init__.py`: `LIBRARY_CODE`), else one under `workdir` by its path there, else
+    an absolute path by its file's name (a ticket's sender's `/home/u/proj/mymod.py` is no
+    one else's path), a relative one as the stack wrote it; `:LINE` where it is known.
+    The ticket's title kept the sender's absolute paths, a live one named a package's module
+    by its file's name alone (`__init__.py:40`) (review)."""
+    # A Windows path's backslashes (not faulthandler's escapes, `w\udc80x.py`).
+    path = file.replace("\\", "/") if re.match(r"[A-Za-z]:\\", file) else file
+    # After the last library folder: a venv's `lib/python3.10/site-packages/` is two, the
+    # second starting at the first's closing slash.
+    cut, start = None, 0
+    while (found := _LIBRARY_CODE.search(path, start)) is not None:
+        cut, start = found.end(), found.end() - 1
+    if cut is not None:
+        shown = path[cut:]
+    elif _ABSOLUTE.match(path):
+        shown = path.rsplit("/", 1)[-1]
+        if workdir is not None and path.startswith("/"):
+            with contextlib.suppress(ValueError):
+                shown = Path(path).resolve().relative_to(workdir).as_posix()
+    else:
+        shown = path
+    # faulthandler's escapes (`w\udc80x.py`) as the report shows them (`w�x.py`).
+    shown = unescaped_name(shown)
+    return shown if line is None else f"{shown}:{line}"
 
 
 # A Python frame as faulthandler (`line 8 in work`), gdb's `py-bt` and a traceback (`line 8,

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprospec.capture.envblock import Machine
+from reprospec.capture.footprint import imported_module
 from reprospec.capture.ticket import (
     ThreadStack,
     Ticket,
@@ -867,10 +868,11 @@ def _hung_import(ticket: Ticket) -> str | None:
     file, _, function = frames[machinery[-1] + 1].rpartition(":")
     if function != "<module>" or not file:
         return None
-    # An installed package's module by its name in its packages' folder (a faulthandler
-    # dump's `/home/u/.venv/lib/python3.10/site-packages/wandb/__init__.py`, the sender's
-    # path, as py-spy's `wandb/__init__.py`).
-    return re.split(r"/(?:site|dist)-packages/", file.replace("\\", "/"))[-1]
+    # By the live capture's rule: an installed package's module by its path in its
+    # packages' folder (a faulthandler dump's `/home/u/.venv/lib/python3.10/site-packages/
+    # wandb/__init__.py`, as py-spy's `wandb/__init__.py`), the sender's own by its name.
+    # The log's frames keep no line.
+    return imported_module(file, None, None)
 
 
 def _name(ticket: Ticket) -> str:

@@ -284,6 +284,14 @@ def test_a_hung_import_is_read_from_the_stack(tmp_path: Path) -> None:
     )
     assert hung_import(stack, tmp_path) == "plugin.py:9"
     assert hung_import("", tmp_path) is None
+    # A package's module by its path in its packages' folder, as a ticket's title names it
+    # (it said `__init__.py:40`, the ticket `wandb/__init__.py`); the interpreter's alike.
+    for lib, module in (
+        ("/home/u/.venv/lib/python3.10/site-packages", "wandb/__init__.py"),
+        ("/usr/lib/python3.10", "json/__init__.py"),
+    ):
+        installed = stack.replace(f"{tmp_path}/plugin.py", f"{lib}/{module}")
+        assert hung_import(installed, tmp_path) == f"{module}:9"
 
 
 def test_a_crashs_frame_is_the_programs_own_in_the_thread_that_took_the_signal(
