@@ -35,6 +35,13 @@ PY_SPY_TIMEOUT_S = 0.8
 STACK_HEAD_BYTES = 512 << 10
 STACK_TAIL_BYTES = 128 << 10
 STACKS_TOTAL_BYTES = 4 << 20
+# The stackdump sitecustomize's lines around an asyncio process's tasks (its _TASKS_FOLLOW,
+# _TASKS_END): the first begins the file where a SIGURG dumps tasks too, the second ends
+# each such dump. Its tasks are written by a Python handler after faulthandler's threads, at
+# the main thread's next bytecode: a file that stopped growing between two looks can still
+# lack them, and the hang read `hang in <module>` again.
+TASKS_FOLLOW = "# tasks follow each dump\n"
+TASKS_END = "# tasks end\n"
 
 
 # A frame of the stackdump sitecustomize itself, in faulthandler's words, gdb's (`line 577,
@@ -153,12 +160,30 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[i
 
 
 def read_stack_dump(path: Path) -> str:
-    """A stack dump's head and tail as text ('' when there is none)."""
+    """A stack dump's head and tail as text ('' when there is none), without the lines
+    around its tasks (TASKS_FOLLOW, TASKS_END)."""
     try:
         data = capped.head_tail(path, STACK_HEAD_BYTES, STACK_TAIL_BYTES)
     except OSError:
         return ""
-    return data.decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace")
+    if text.startswith(TASKS_FOLLOW):
+        text = text[len(TASKS_FOLLOW) :].replace("\n" + TASKS_END, "")
+    return text
+
+
+def _tasks_pending(path: Path) -> bool:
+    """Whether the dump at `path` is a process's that dumps its asyncio tasks too
+    (TASKS_FOLLOW) and does not end with their TASKS_END yet."""
+    follow, end = TASKS_FOLLOW.encode(), TASKS_END.encode()
+    try:
+        with path.open("rb") as file:
+            if file.read(len(follow)) != follow:
+                return False
+            file.seek(max(file.seek(0, os.SEEK_END) - len(end), len(follow)))
+            return file.read() != end
+    except OSError:
+        return False
 
 
 def wait_for_stack_files(
@@ -177,8 +202,13 @@ def wait_for_stack_files(
         pause(0.02)
         for pid in pending:
             size = capped.size(stack_dir / f"stack-{pid}.txt")
-            # Non-empty and unchanged since the last look: faulthandler has finished writing.
-            if size and size == sizes.get(pid):
+            # Non-empty and unchanged since the last look: faulthandler has finished writing,
+            # and the tasks' handler, where one dumps them.
+            if (
+                size
+                and size == sizes.get(pid)
+                and not _tasks_pending(stack_dir / f"stack-{pid}.txt")
+            ):
                 done.add(pid)
             sizes[pid] = size
 

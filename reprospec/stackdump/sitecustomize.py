@@ -23,14 +23,21 @@ if TYPE_CHECKING:
     from types import ModuleType, TracebackType
 
 _state = {"fd": -1}
+# The lines around an asyncio process's task dump, process/stacks.py's TASKS_FOLLOW and
+# TASKS_END (this module imports nothing of reprospec): the first begins the file of a
+# process whose SIGURG runs `_dump_tasks`, the second ends each of its dumps, so the engine
+# waits for the tasks, written after faulthandler's threads, where it read the file as done.
+_TASKS_FOLLOW = b"# tasks follow each dump\n"
+_TASKS_END = b"# tasks end\n"
 
 
 def _register() -> None:
     """(Re)register the stack dump on SIGURG into a file named for the current pid.
 
     SIGURG (core/signals.py's STACK_DUMP_SIGNAL, named here: this module imports nothing of
-    reprospec) is ignored by default, so taking it over changes nothing a program sees;
-    SIGUSR1 kept alive a program that died of it outside reprospec.
+    reprospec) is ignored by default, so taking it over changes nothing a program sees
+    (but `signal.getsignal`, once asyncio is imported: `_watch_tasks`); SIGUSR1 kept alive
+    a program that died of it outside reprospec.
     """
     # Built into the interpreter (as _signal, imported at the top): `signal` would build
     # its enums, a third of this module's cost in every Python process of every attempt.
@@ -41,6 +48,8 @@ def _register() -> None:
         return
     path = os.path.join(folder, f"stack-{os.getpid()}.txt")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    if _state.get("tasks"):
+        os.write(fd, _TASKS_FOLLOW)
     # chain=False: the engine's ask runs no other handler; but `_dump_tasks`, where asyncio
     # runs (`_watch_tasks`).
     chain = bool(_state.get("tasks"))
@@ -82,13 +91,17 @@ def _dump_tasks(signum: int, frame: object) -> None:
     as faulthandler writes a thread (`Task NAME (most recent call first):`, then each
     coroutine it awaits in, innermost first: `File "x.py", line 4 in waiter`); the tasks
     that await another task or a gather last, after those that wait on something else (an
-    Event, a future no one sets): where the hang sits. Never raises."""
+    Event, a future no one sets): where the hang sits. Never raises;
+    ends with `_TASKS_END`, tasks or none."""
     del signum, frame
+    fd = _state["fd"]
+    if fd < 0:
+        return
+    text = ""
     try:
         asyncio = sys.modules.get("asyncio")
-        fd = _state["fd"]
         loop = asyncio.events._get_running_loop() if asyncio is not None else None
-        if loop is None or fd < 0 or asyncio is None:
+        if loop is None or asyncio is None:
             return
         tasks = []
         for task in asyncio.all_tasks(loop):
@@ -111,10 +124,13 @@ def _dump_tasks(signum: int, frame: object) -> None:
             for _, name, frames in sorted(tasks, key=lambda t: t[0])
             if frames
         )
-        if text:
-            os.write(fd, text.encode("ascii", "backslashreplace"))
     except Exception:
         pass
+    finally:
+        try:  # noqa: SIM105
+            os.write(fd, text.encode("ascii", "backslashreplace") + b"\n" + _TASKS_END)
+        except Exception:
+            pass
 
 
 def _after_fork() -> None:

@@ -10,9 +10,13 @@ import pytest
 from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.hungstacks import hung_processes
 from reprospec.process.stacks import (
+    TASKS_END,
+    TASKS_FOLLOW,
     keep_program_raised,
     listing,
+    read_stack_dump,
     remove_stack_dumps,
+    wait_for_stack_files,
     without_our_frames,
 )
 from tests.support.paths import DATA
@@ -211,3 +215,25 @@ def test_a_process_whose_executable_is_unreadable_is_pythons_by_its_argv0(
 
     monkeypatch.setattr(os, "readlink", unreadable)
     assert _looks_like_python(ProcInfo(7, 1, 7, "S", f"{argv0} -X dev t.py")) is python
+
+
+def test_an_asyncio_processs_dump_is_waited_for_until_its_tasks_end(tmp_path: Path) -> None:
+    # faulthandler's threads are written at once, the tasks by a Python handler at the main
+    # thread's next bytecode: the file stopped growing between two looks before them, was
+    # read as done, and the hang read `hang in <module>` again.
+    dump = tmp_path / "stack-7.txt"
+    threads = 'Current thread 0x1 (most recent call first):\n  File "m.py", line 3 in main\n'
+    dump.write_text(TASKS_FOLLOW + threads)
+    task = '\nTask Task-2 (most recent call first):\n  File "m.py", line 9 in w\n'
+    looks: list[float] = []
+
+    def pause(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) == 6:  # the handler runs at last
+            with dump.open("a") as file:
+                file.write(task)
+                file.write("\n" + TASKS_END)
+
+    wait_for_stack_files(tmp_path, [7], pause)
+    assert len(looks) in (7, 8), looks
+    assert read_stack_dump(dump) == threads + task
