@@ -54,6 +54,9 @@ MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 def run(args: argparse.Namespace) -> int:
     from reprospec import doctor
     from reprospec.environment.probe import probe_environment
+    from reprospec.venvs.build import forget_failures
+
+    forget_failures()  # kept for this doctor's checks (venv-python, venv-packages) alone
 
     needs, environments, plans = (
         _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, (), ())
@@ -284,8 +287,8 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     have, and said nothing where no 3.12 was here, which made every cell infra-error. Each
     python the cells name is looked for (a matrix over it: the last cell's alone was, and
     the cells of a python not here passed), each found returned in the cells' order.
-    (`find_interpreter` keeps each answer, a python not here too: venv-packages asks it
-    again without a second search.)"""
+    (`find_interpreter(remember_failure=True)` keeps each answer for this doctor, a python
+    not here and a uv timeout too: venv-packages asks it again without a second search.)"""
     from reprospec.core.words import cells_not_run
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells

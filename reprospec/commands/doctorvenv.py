@@ -65,8 +65,8 @@ def resolve_check(
     the venv runner installs from (the user's uv or pip configuration, and `find_links`),
     in the spec's folder. None where no cell names packages or the runner is not venv. A
     python not found here is skipped: `venv-python` says it (`find_interpreter` keeps each
-    answer, so a python commands/doctor looked for is not searched for again: a `uv python
-    find` each, up to 120 s).
+    answer for the doctor, a uv timeout too, so a python commands/doctor looked for is not
+    searched for again: a `uv python find` each, up to 120 s).
 
     A list whose environment is built already in the environments folder a run uses by
     default ($REPROSPEC_ENVS, else .reprospec/envs) is not asked: the venv runner reuses it

@@ -122,6 +122,10 @@ class VenvRunner:
         self._holds: dict[str, SharedHold | None] = {}
         self._build_lock = threading.Lock()
         self._warned: set[str] = set()
+        # A python not found is searched for once a run, by each section's `env_request`
+        # (a `uv python find` of up to 120 s each): the last run's failures are dropped, so
+        # that one made since is found (a long-lived process, bisect's next version).
+        venvs.forget_failures()
 
     # -- environments ----------------------------------------------------------------
 

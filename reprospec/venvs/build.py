@@ -224,16 +224,15 @@ def own_interpreter_path() -> str:
 def find_interpreter(request: str | None = None, *, remember_failure: bool = False) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter.
-    A found one is kept for the process (`_looked_up`). A failure is kept only where
-    `remember_failure` asks (doctor, whose checks ask again: a `uv python find` of up to
-    120 s each); a run looks again, so an interpreter made since is found, and a
-    `UvTimeout` is never kept."""
+    A found one is kept for the process (`_looked_up`). A failure, a `UvTimeout` too, is
+    kept where `remember_failure` asks, until `forget_failures`: a run's environment
+    sections (`env_request`) and doctor's checks ask again, each a `uv python find` of up
+    to 120 s. A run and a doctor begin by forgetting them, so that an interpreter made
+    since is found by the next run of a long-lived process; a plain call looks again."""
     if remember_failure and request in _failures:
         raise _failures[request].with_traceback(None)
     try:
         return _looked_up(request)
-    except UvTimeout:
-        raise
     except EnvBuildError as exc:
         if remember_failure:
             _failures[request] = exc
@@ -247,6 +246,12 @@ _failures: dict[str | None, EnvBuildError] = {}  # find_interpreter's, where rem
 def _looked_up(request: str | None) -> Interpreter:
     """`find_interpreter`'s found interpreter, kept (lru_cache keeps no exception)."""
     return _find_interpreter(request)
+
+
+def forget_failures() -> None:
+    """Drop the failures `find_interpreter` remembered: where a run (runners/venv.py
+    `VenvRunner`, so each of bisect's versions too) or a doctor begins."""
+    _failures.clear()
 
 
 def forget_interpreters() -> None:
@@ -897,12 +902,13 @@ def env_request(
     """The request for one cell's resolved `environment` section.
 
     The interpreter is `python` (the run's --python) when given, else the spec's
-    `environment.python` version found on this machine, else reprospec's own. `cwd`: where
+    `environment.python` version found on this machine, else reprospec's own (one not
+    found is remembered, `find_interpreter`: each section asks, one search). `cwd`: where
     uv runs, which a relative path entry is read from (`local_sources`); `warn`: what it
     says of a folder keyed in part (`local_sources`).
     """
     return request_for(
-        find_interpreter(python or environment.python),
+        find_interpreter(python or environment.python, remember_failure=True),
         environment.packages,
         index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,

@@ -96,3 +96,41 @@ def test_resume_gives_the_resumed_run_its_say(
     reprospec.resume("r1", out=tmp_path, say=said.append)
     reprospec.resume("r1", out=tmp_path)
     assert [options.say for options in seen] == [said.append, None]
+
+
+def test_a_python_not_here_is_searched_for_once_a_run_not_once_a_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each distinct (python, packages) section asked `find_interpreter` again, which kept
+    # no failure: a matrix over three package lists on a python not here paid three
+    # `uv python find`s (120 s each where uv hangs). Kept for the run; the next run looks
+    # again (an interpreter made since).
+    from reprospec import venvs
+    from reprospec.venvs import build
+
+    searches: list[str | None] = []
+
+    def search(request: str | None) -> build.Interpreter:
+        searches.append(request)
+        raise build.UvTimeout(f"uv python find {request} timed out after 120s")
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\nenvironment:\n  python: '3.99'\n"
+        "  packages: ['${{ matrix.pkg }}']\nmatrix:\n  pkg: [a, b, c]\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    options = reprospec.RunOptions(runner="venv", out=tmp_path / "o")
+    plans = reprospec.plan_run(reprospec.load_spec(spec), options).attempts
+    monkeypatch.setattr(build, "_find_interpreter", search)
+    monkeypatch.setattr(venvs, "uv_binary", lambda: "/bin/true")
+    monkeypatch.setattr(venvs, "user_index_config", lambda *_: venvs.IndexConfig())
+    build.forget_interpreters()
+    try:
+        for _ in range(2):  # two runs
+            runner = _runner(tmp_path, say=lambda _line: None)
+            runner.prepare(plans)
+            assert all("timed out" in runner.build_error(plan) for plan in plans)
+        assert searches == ["3.99", "3.99"]
+    finally:
+        build.forget_interpreters()

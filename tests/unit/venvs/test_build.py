@@ -497,9 +497,17 @@ def test_a_run_looks_again_for_an_interpreter_not_found_and_doctor_keeps_the_fai
             with pytest.raises(EnvBuildError):
                 find_interpreter("3.99", remember_failure=True)
         assert searches.count("3.99") == 1
-        for _ in range(2):  # a timeout once is not kept, for doctor either
+        for _ in range(2):  # a timeout is kept where a failure is: doctor waits once
             with pytest.raises(UvTimeout):
                 find_interpreter("timeout", remember_failure=True)
-        assert searches.count("timeout") == 2
+        assert searches.count("timeout") == 1
+        for _ in range(2):  # a plain call neither reads nor keeps one
+            with pytest.raises(UvTimeout):
+                find_interpreter("timeout")
+        assert searches.count("timeout") == 3
+        build.forget_failures()  # where the next run or doctor begins
+        with pytest.raises(EnvBuildError):
+            find_interpreter("3.99", remember_failure=True)
+        assert searches.count("3.99") == 2
     finally:
         build.forget_interpreters()
