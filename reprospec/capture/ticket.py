@@ -982,8 +982,8 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
                 programs_name(path, name, own=_own_program(path, name)) for path, name in by_name
             ]
         evidence.append(
-            f"the command: {command}, {guessed_from_pytest(test)}"
-            if guessed and test is not None
+            f"the command: {command}, {guessed_from_pytest()}"
+            if guessed
             else f"the command: {command}"
         )
         if any(

@@ -348,11 +348,13 @@ THREADS_ARE_NOT_THE_END = "threading.excepthook's reports: a thread's exception 
 _MET_IN_ANY_GROUP = "as the judge meets it in any group that holds one"
 
 
-def guessed_from_pytest(test: str) -> str:
+def guessed_from_pytest(test: str | None = None) -> str:
     """What a ticket's command is where the log shows pytest's report of `test` and no
     command line: the one phrase of the ticket's evidence line and the skeleton's note,
-    which said it two ways (review)."""
-    return f"a guess from pytest's report of {test} (the log shows no command line)"
+    which said it two ways (review). The evidence line gives no `test`: the command it
+    follows names the test already."""
+    of = f" of {test}" if test else ""
+    return f"a guess from pytest's report{of} (the log shows no command line)"
 
 
 def programs_name(path: str, name: str, *, own: bool) -> str:

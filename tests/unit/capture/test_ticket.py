@@ -20,6 +20,7 @@ from reprospec.capture.fromlog import compare_machine, log_text, skeleton
 from reprospec.capture.ticket import Ticket, read_ticket
 from reprospec.capture.writer import render_spec
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.words import guessed_from_pytest
 from tests.support.paths import DATA
 from tests.support.torchrun import child_failed_report
 
@@ -4403,10 +4404,13 @@ def test_a_pytest_report_without_its_command_line_runs_its_failing_test() -> Non
     read = read_ticket(log)
     assert read.command == "python -m pytest 'tests/test_x.py::test_y[a-1]'"
     assert read.command_guessed
-    assert any("a guess" in line for line in read.evidence)
+    # One phrase in both (core/words), the test named once in the evidence's line.
+    assert read.test is not None
+    guess = f"the command: {read.command}, {guessed_from_pytest()}"
+    assert [line for line in read.evidence if "guess" in line] == [guess]
     draft = skeleton(read, "log.txt")
     assert not [item for item in draft.todo if item.startswith(("command", "expect.phase"))]
-    assert any("guess" in line for line in draft.header)
+    assert any(guessed_from_pytest(read.test) in line for line in draft.header)
     spec = yaml.safe_load(render_spec(draft))
     assert spec["command"] == "python -m pytest 'tests/test_x.py::test_y[a-1]' -v"
     # A command line the log shows is the command, no guess.
