@@ -52,6 +52,11 @@ class Scoped(Generic[K, V]):
                 for value in ending:
                     self._end(value)
 
+    def is_open(self) -> bool:
+        """Whether a block is open (values are kept)."""
+        with self.lock:
+            return bool(self._depth)
+
     def get(self, key: K) -> V | None:
         """The value kept for `key`; None when there is none or no block is open."""
         with self.lock:

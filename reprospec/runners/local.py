@@ -878,3 +878,8 @@ def keep_servers() -> Iterator[None]:
     """
     with _KEPT.block():
         yield
+
+
+def servers_kept() -> bool:
+    """Whether a `keep_servers()` block is open now (a search's, `runners.kept_servers`)."""
+    return _KEPT.is_open()

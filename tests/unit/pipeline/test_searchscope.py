@@ -39,3 +39,19 @@ def test_every_search_entry_point_is_held_by_the_scope() -> None:
         (bisect_spec, False),
     ):
         assert getattr(search, "search_scope", None) == {"servers": servers}, search
+
+
+def test_servers_true_holds_the_preload_servers_open_and_false_does_not() -> None:
+    from reprospec.runners import local
+
+    @search_scope(servers=True)
+    def scoped() -> bool:
+        return local.servers_kept()
+
+    @search_scope(servers=False)
+    def unscoped() -> bool:
+        return local.servers_kept()
+
+    assert scoped() is True
+    assert unscoped() is False
+    assert local.servers_kept() is False

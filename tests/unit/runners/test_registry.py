@@ -16,28 +16,14 @@ def test_a_search_runs_inside_one_keep_servers_block() -> None:
     """lo40: isolate, minimize and amplify each opened `keep_servers()` around their search
     with the same three lines; `kept_servers` does it for all three, the local runner's
     module imported when a search runs. Each entry point takes it from `search_scope`
-    (servers=True: tests/unit/pipeline/test_searchscope.py reads which), and inside a search
-    so held the block is open."""
-    from reprospec.pipeline.searchscope import search_scope
+    (servers=True: tests/unit/pipeline/test_searchscope.py)."""
     from reprospec.runners import kept_servers, local
 
     @kept_servers
-    def search(python: str) -> bool:
+    def search() -> bool:
         """A search."""
-        return local._kept(python) is not None  # something kept: the block is open
+        return local.servers_kept()
 
-    assert search("python3") is True
-    assert local._kept("python3") is None  # and closed after it
+    assert search() is True
+    assert local.servers_kept() is False  # closed after it
     assert search.__doc__ == "A search."
-
-    @search_scope(servers=True)
-    def scoped(python: str) -> bool:
-        return local._kept(python) is not None
-
-    @search_scope(servers=False)
-    def unscoped(python: str) -> bool:
-        return local._kept(python) is not None
-
-    assert scoped("python3") is True
-    assert unscoped("python3") is False
-    assert local._kept("python3") is None
