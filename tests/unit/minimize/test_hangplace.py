@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize.hangplace import (
@@ -555,6 +557,21 @@ def test_a_place_reads_the_line_a_docker_container_named() -> None:
     assert (
         place_of(_main_in_stuck("/work/pkg/h.py", 5), source=on_disk) == "main (in stuck)"
     )  # as named
+
+
+def test_a_relative_workdir_under_a_system_root_is_the_containers_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `-o min` run from /var/tmp (or /root, /opt, /usr) under --runner docker: the
+    # container ran it at /work; mapped as typed it was `min`, and every place unread.
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as folder:
+        monkeypatch.chdir(folder)
+        (Path(folder) / "min").mkdir()
+        (Path(folder) / "min" / "h.py").write_text(STUCK, encoding="utf-8")
+        assert workdir_inside("docker", Path("min")) == "/work"
+        source = source_at(Path("min"), container=workdir_inside("docker", Path("min")))
+        assert source("/work/h.py") == STUCK
+        assert place_of(_main_in_stuck("/work/h.py", 5), source=source) == "main -> stuck -> with"
 
 
 def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_path: Path) -> None:
