@@ -122,7 +122,7 @@ from reprospec.outcome.pytestreport import (
 )
 from reprospec.outcome.tracebacks import closes_a_group
 from reprospec.plan.workfiles import declared_script
-from reprospec.plan.wrappers import ENV_PROGRAM, program_start, program_words
+from reprospec.plan.wrappers import ENV_PROGRAM, program_file, program_start, program_words
 from reprospec.report.paths import PathNames
 from reprospec.spec.comments import AXES_NOTE, observe_line
 from reprospec.spec.presets import PRESETS, detect
@@ -1272,7 +1272,7 @@ def chosen_interpreter(
     program = words[at]
     if "/" in program and is_python(program):
         words[at] = "python"
-        return tuple(words), _not_ours(str((workdir / Path(program).expanduser()).absolute()))
+        return tuple(words), _not_ours(str(program_file(program, workdir).absolute()))
     found = _program_path(program, workdir)
     line = shebang(Path(found), 512) if found else []
     if line and line[0].startswith("/") and is_python(line[0]):
@@ -1297,11 +1297,10 @@ def chosen_interpreter(
 
 def _program_path(program: str, workdir: Path) -> str | None:
     """The file a command's program word runs: PATH's for a bare name, else the path from
-    the workdir, a `~` expanded as the shell did (`~/.venv/bin/train`, as ticket.py's
-    _runs_native)."""
+    the workdir, a `~` expanded as the shell did (`~/.venv/bin/train`: `program_file`)."""
     if "/" not in program:
         return shutil.which(program)
-    return str(workdir / Path(program).expanduser())
+    return str(program_file(program, workdir))
 
 
 def _names_python(argv: Sequence[str], workdir: Path) -> bool:

@@ -79,7 +79,7 @@ from reprospec.outcome.watchdog import (
 )
 from reprospec.plan.shellwords import shell_script
 from reprospec.plan.workfiles import SITE_PACKAGES, declared_script, is_environment_folder
-from reprospec.plan.wrappers import program_start
+from reprospec.plan.wrappers import program_file, program_start
 from reprospec.spec.presets import PRESETS, PYTEST_NODE_ID, detect, output_lines
 
 # What a CI log adds to the lines it shows, that no program printed: colours (terminal
@@ -1162,7 +1162,7 @@ def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str
         return False
     if re.search(r"(?i)\.(?:pyw?|sh)$", word):
         return False
-    path = workdir / Path(word).expanduser() if workdir is not None and "/" in word else None
+    path = program_file(word, workdir) if workdir is not None and "/" in word else None
     if path is not None and shebang_python(path) is not None:
         return False
     return bool(native_frames) or (path is not None and _is_elf(path))

@@ -18,8 +18,10 @@ one.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from reprospec.core.frozen import frozen
 
@@ -239,6 +241,15 @@ def command_wrappers(argv: Sequence[str]) -> tuple[int, Wrapped] | None:
         index += 1
     found = wrapped(argv[index:])
     return None if found is None else (index, found)
+
+
+def program_file(word: str, workdir: Path) -> Path:
+    """The file a program word with a `/` runs (`./train`, `~/.venv/bin/train`): from the
+    workdir, a `~` expanded as the shell did. A `~user` the shell cannot expand (no such
+    user, no home) stays as typed, as the shell leaves it: `Path.expanduser` raised there,
+    and `capture -- '~bob/bin/train'` died with a traceback (review). The one rule capture's
+    interpreter and the ticket reader's native program share."""
+    return workdir / os.path.expanduser(word)  # noqa: PTH111 (Path.expanduser raises)
 
 
 def program_start(argv: Sequence[str]) -> int | None:

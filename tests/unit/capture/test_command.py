@@ -496,3 +496,13 @@ def test_a_python_console_script_run_by_a_home_path_names_python(
     assert _names_python(["~/.venv/bin/train", "--epochs", "1"], workdir)
     script.write_text("#!/bin/false\n")
     assert not _names_python(["~/.venv/bin/train"], workdir)
+
+
+def test_a_program_under_an_unknown_users_home_is_read_as_typed(tmp_path: Path) -> None:
+    # `~nosuchuser/bin/train`: the shell leaves it as typed; Path.expanduser raised
+    # RuntimeError, and `capture -- '~bob/bin/train'` died with a traceback.
+    argv = ["~nosuchuser-reprospec/bin/train", "--epochs", "1"]
+    assert not _names_python(argv, tmp_path)
+    assert chosen_interpreter(argv, None, tmp_path) == (tuple(argv), None)
+    python = ["~nosuchuser-reprospec/bin/python3", "t.py"]
+    assert chosen_interpreter(python, None, tmp_path)[0] == ("python", "t.py")

@@ -4,10 +4,17 @@ start in a command (`timeout 5 env -i python3 x.py`), or that this is not sure."
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
-from reprospec.plan.wrappers import program_start, program_words, unsure_wrapper, wrapped
+from reprospec.plan.wrappers import (
+    program_file,
+    program_start,
+    program_words,
+    unsure_wrapper,
+    wrapped,
+)
 
 
 @pytest.mark.parametrize(
@@ -70,3 +77,22 @@ def test_each_wrappers_words_are_its_span() -> None:
     unwrapped = wrapped(["python", "x.py"])
     assert unwrapped is not None
     assert (unwrapped.spans, unwrapped.program) == ((), 0)
+
+
+def test_a_program_file_expands_a_tilde_as_the_shell_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert program_file("~/bin/train", tmp_path) == tmp_path / "home" / "bin" / "train"
+    assert program_file("./train", tmp_path) == tmp_path / "train"
+    assert program_file("/opt/train", tmp_path) == Path("/opt/train")
+    # An unknown user's `~`: the shell leaves it as typed (Path.expanduser raised).
+    unknown = "~nosuchuser-reprospec/bin/train"
+    assert program_file(unknown, tmp_path) == tmp_path / unknown
+
+
+def test_a_ticket_program_under_an_unknown_users_home_is_no_traceback(tmp_path: Path) -> None:
+    from reprospec.capture.ticket import _runs_native
+
+    assert not _runs_native("~nosuchuser-reprospec/bin/train --epochs 1", tmp_path, ())
+    assert _runs_native("~nosuchuser-reprospec/bin/train", tmp_path, ("main@crash.c",))
