@@ -505,7 +505,8 @@ def _runner_checks(runner: str) -> list[Check]:
             Check(
                 "uv",
                 "fail",
-                f"{exc}: the venv runner builds each cell's venv with it, so " + cells_not_run(),
+                f"{exc}: the venv runner builds each cell's venv with it, so "
+                + cells_not_run(of=""),
                 "pip install uv",
             )
         ]

@@ -575,8 +575,8 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
             "spec-environment",
             "fail",
             "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
-            f"only the cell's packages, and the cell names none{of(needs.torchless)}, so torch "
-            f"is not installed in its venv: {cells_not_run()}"
+            f"only the cell's packages, and the cell names none{of(needs.torchless)}: "
+            + cells_not_run("such", of="", why="torch is not installed in the cell's venv")
             + (f"; {unnamed}" if needs.torch_unnamed else "")
             + also,
             f"add torch to their environment.packages (`{pin}`), or run on the local runner",

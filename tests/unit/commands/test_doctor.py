@@ -155,6 +155,6 @@ def test_uv_not_here_says_which_cells_are_not_run_in_the_one_wording(
     (check,) = command._runner_checks("venv")
     assert check.status == "fail"
     assert check.why == (
-        "uv is not on PATH: the venv runner builds each cell's venv with it, so every cell of "
-        "it is an infra error, not run"
+        "uv is not on PATH: the venv runner builds each cell's venv with it, so every cell "
+        "is an infra error, not run"
     ), check.why
