@@ -58,6 +58,7 @@ from reprospec.core.requirements import normalize
 from reprospec.core.results import bare_type
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.core.words import guessed_from_pytest, plural
+from reprospec.environment.packages import requirements_naming
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
 from reprospec.spec.todo import senders_paths_item
@@ -160,8 +161,6 @@ def _secrets_of(proposal: Proposal | None, ticket: Ticket) -> tuple[str, ...]:
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# A requirement of pytest-xdist (`pytest-xdist==3.5.0`, `pytest_xdist`), by its name.
-_XDIST = re.compile(r"pytest[-_.]xdist(?![A-Za-z0-9_.-])", re.IGNORECASE)
 
 
 def _setting_secrets(name: str, value: str) -> tuple[str, ...]:
@@ -272,7 +271,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if (
         ticket.command_guessed
         and ticket.xdist_crash is not None
-        and not any(_XDIST.match(requirement) for requirement in machine.requirements)
+        and not requirements_naming(machine.requirements, "pytest-xdist")
     ):
         # The guess runs the test under pytest-xdist (`-n 1`), which the log's machine
         # lists no version of: without it, pytest fails with `unrecognized arguments: -n`.
