@@ -812,7 +812,8 @@ def _proposal(
         argv, bounded = unbound(argv, hang=True)
     pytest = is_pytest(argv)
     if guessed:
-        return Proposal(shlex.join(pytest_verbose(argv) if pytest else argv), ()), pytest, None
+        # Its `timeout` taken out as a written command's is: both paths say so (review).
+        return Proposal(shlex.join(pytest_verbose(argv) if pytest else argv), ()), pytest, bounded
     proposal = propose(pytest_verbose(argv) if pytest else argv)
     held = dict(proposal.env)
     for variable, value in settings:

@@ -41,3 +41,17 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
     rendered = render_spec(draft)
     assert "a member of the log's ExceptionGroup, the first to fail" in rendered
     assert "can vary from run to run" in rendered
+
+
+def test_a_guessed_commands_timeout_is_said_as_a_written_ones_is() -> None:
+    # The guessed path returned no Bound after `unbound` had taken the wrapper out: the
+    # two paths disagreed on a guessed command that carried one.
+    from reprospec.capture.fromlog import _proposal
+
+    command = "timeout 60 python -m pytest -n 1 t.py::x"
+    written = _proposal(command, hang=True)
+    guessed = _proposal(command, hang=True, guessed=True)
+    assert written[2] is not None
+    assert guessed[2] == written[2]
+    assert guessed[0] is not None
+    assert guessed[0].command == "python -m pytest -n 1 t.py::x -v"
