@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.capture.command import (
+    UNCOUNTED,
     Observed,
     _names_python,
     _shown,
@@ -385,13 +386,16 @@ def test_a_task_groups_failure_is_expected_by_its_member() -> None:
         signature="error:ExceptionGroup[ValueError]",
         members=(GroupMember("ValueError", "boom 42"),),
     )
+    assert Observed(group, 1, 1).common_members is UNCOUNTED  # seen alone: its own members
     expect, comments = expectation(Observed(group, 1, 1))
     assert (expect["exception"], expect["message"]) == ("ValueError", r"boom \d+")
     assert comments["exception"].startswith("a member of the ExceptionGroup that ended it")
-    # Seen alone (UNCOUNTED, an Observed from one outcome): its own members stand; where
-    # counted attempts held no member in common, none is expected.
-    counted = replace(Observed(group, 1, 1), common_members=frozenset())
-    assert expectation(counted)[0]["exception"] != "ValueError"
+    # Where counted attempts held no member in common, none is expected: the group's own
+    # type, no message, and the comment says none was in all.
+    expect2, comments2 = expectation(replace(Observed(group, 1, 1), common_members=frozenset()))
+    assert expect2["exception"] == "ExceptionGroup"
+    assert "message" not in expect2
+    assert "none in all" in comments2["exception"]
 
 
 def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
