@@ -3,14 +3,14 @@
 The standard library encodes an indented document in pure Python, one generator per
 container, yielding each token up a chain of generators (its C encoder takes no indent
 on Python 3.11). results.json holds one indented object per attempt, encoded on the main
-thread at a cell's end: about 17 us an attempt, the dearest thing a run's main thread did
-per attempt of `true` (docs/performance.md). `indented` appends to one list in one
-recursive function, the strings escaped by the standard library's own C function, and
-gives the same text 2.2x faster (29 -> 13 us an attempt, docs/performance.md). A loaded
-spec's `FrozenDict` and `FrozenList` (core/frozenjson.py: a matrix value) it writes as a
-dict and a list, as `json.dumps` does; whatever else it does not know (another subclass, a
-key that is not a string, a cycle) it leaves to `json.dumps`, which writes it, or refuses
-it, as it always did.
+thread at a cell's end: the dearest thing a run's main thread did per attempt of `true`
+(docs/performance.md). `indented` appends to one list in one recursive function, the
+strings escaped by the standard library's own C function, and gives the same text 2.2x
+faster (the standard library took 17 us an attempt within a run; in one process at load
+12, 29 -> 13 us). A loaded spec's `FrozenDict` and `FrozenList` (core/frozenjson.py: a
+matrix value) it writes as a dict and a list, as `json.dumps` does; whatever else it does
+not know (another subclass, a key that is not a string, a cycle) it leaves to
+`json.dumps`, which writes it, or refuses it, as it always did.
 """
 
 from __future__ import annotations
