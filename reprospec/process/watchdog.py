@@ -171,8 +171,8 @@ def _told(fd: int) -> Iterator[bytes]:
     poller = select.poll()
     poller.register(fd, 0)  # POLLHUP and POLLERR only, which poll reports unasked
     pending = b""
+    hangup = select.POLLHUP | select.POLLERR
     while True:
-        hangup = select.POLLHUP | select.POLLERR
         ended = any(event & hangup for _, event in poller.poll(DRAIN_S * 1000))
         while True:
             try:
