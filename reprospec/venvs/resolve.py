@@ -107,17 +107,15 @@ def resolve(
             input="".join(f"{requirement}\n" for requirement in packages),
             env=env,
         )
-        if done.returncode == 0:
-            pinned = _pinned(done.stdout)
-            return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
-    except UvTimeout as exc:
-        if "pip compile" not in str(exc):
-            return Resolved("unknown", str(exc))  # (a build of an sdist: said by its step)
+    except UvTimeout:
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", stopped="timed_out")
     except EnvBuildError as exc:  # (uv is not installed)
         return Resolved("unknown", str(exc))
     except OSError as exc:
         return Resolved("unknown", f"uv could not be run ({exc})")
+    if done.returncode == 0:
+        pinned = _pinned(done.stdout)
+        return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = any(words in lowered for words in _UNREACHED)
@@ -167,7 +165,14 @@ def _sdists_built(
     from reprospec.environment.packages import local_path
 
     # Each with whether it is a path entry (built from that path, not from an sdist).
-    wheelless = [(entry, False) for entry in _no_wheel(python, pinned, index, cwd, timeout_s, env)]
+    # A step past its timeout is said by that step: not the resolve's (`timed_out`, which
+    # doctor counts towards asking no more lists), which answered.
+    try:
+        sdists = _no_wheel(python, pinned, index, cwd, timeout_s, env)
+    except UvTimeout:
+        said = f"uv pip compile --only-binary (which have no wheel) took over {timeout_s:g}s"
+        return Resolved("unknown", said)
+    wheelless = [(entry, False) for entry in sdists]
     wheelless += [
         (entry, True)
         for entry in packages
@@ -176,7 +181,12 @@ def _sdists_built(
     for requirement, is_path in wheelless:
         with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
             venv = Path(folder) / "venv"
-            made = run_uv(["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd)
+            try:
+                made = run_uv(
+                    ["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd
+                )
+            except UvTimeout:
+                return Resolved("unknown", "uv venv (to build in) took over 60s")
             if made.returncode != 0:
                 return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
             try:

@@ -120,3 +120,31 @@ def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
         "unknown",
         "building ./mypkg from that path took over 5s",
     ), answer
+
+
+@pytest.mark.parametrize(
+    ("slow_step", "said"),
+    [
+        ("--only-binary", "uv pip compile --only-binary (which have no wheel) took over 5s"),
+        ("venv", "uv venv (to build in) took over 60s"),
+    ],
+)
+def test_a_step_after_the_resolve_past_its_timeout_is_not_the_resolves(
+    monkeypatch: pytest.MonkeyPatch, slow_step: str, said: str
+) -> None:
+    # The resolve answered; then `_no_wheel`'s own `pip compile` (or the venv to build in)
+    # ran past its timeout: it was said as "uv pip compile took over 5s", stopped
+    # `timed_out`, which doctor counts towards asking no more lists (review).
+    no_wheel = "error: Because halfbuilt==1.0 has no usable wheels and you require it\n"
+
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        if slow_step in argv:
+            raise subprocess.TimeoutExpired(argv, 5.0)
+        if "--only-binary" in argv:
+            return subprocess.CompletedProcess(argv, 1, "", no_wheel)
+        return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig(), timeout_s=5.0)
+    assert answer == resolving.Resolved("unknown", said)
