@@ -411,3 +411,22 @@ def test_held_attempts_are_written_at_the_commit_or_the_next_write(tmp_path: Pat
     assert ("default", 10) in reader.finished_attempts(run.run_id)
     assert ("default", 9) not in reader.finished_attempts(run.run_id)
     reader.close()
+
+
+def test_held_attempts_close_cannot_write_are_said(tmp_path: Path) -> None:
+    # `close` wrote the held attempts inside suppress(sqlite3.Error): a failed write lost
+    # them without a word, though the run had counted them stored (review).
+    run = hang_run()
+    store = Store(tmp_path)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+    store.record_attempt(run.run_id, "default", run.cells[0].attempts[0], commit=False)
+    store.record_attempt(run.run_id, "default", run.cells[0].attempts[1], commit=False)
+
+    def full() -> int:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    store._write_held = full  # type: ignore[method-assign]
+    store.close()
+    assert store.warnings == [
+        "2 attempts not stored (database or disk is full); --resume runs them again"
+    ]
