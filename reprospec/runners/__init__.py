@@ -96,10 +96,11 @@ def workdir_inside(runner: str, workdir: Path) -> str | None:
     /opt, /usr or /var), None for a runner whose attempts run on this host. A finished
     attempt records it (`Execution.container_workdir`); a search's stored probe, read again
     without its execution (minimize), asks it here, of the runner the probes ran under.
-    A relative `workdir` (`-o min` as typed) is mapped by its real path, as the runner
-    mapped it: `min` under /root is `/work` there, not `min` (review)."""
+    A relative `workdir` (`-o min` as typed) is made absolute, links kept, as the plan's
+    workdir the runner mapped is: `min` under /root is `/work` there, not `min`, and a link
+    `/tmp/h -> /root` stays `/tmp/h`, not `/work` (review)."""
     if runner != "docker":
         return None
     from reprospec.runners.docker.container import container_workdir
 
-    return container_workdir(workdir.resolve())
+    return container_workdir(workdir)

@@ -49,8 +49,10 @@ _SYSTEM_ROOTS = (
 
 
 def container_workdir(host: Path) -> str:
-    """The workdir's path inside the container: the same path unless it would shadow the system."""
-    text = host.as_posix()
+    """The workdir's path inside the container: the same path unless it would shadow the system.
+    A relative `host` is taken from the current folder (`Path.absolute`, links kept, as the
+    plan's workdir is), so every caller maps one path one way (review)."""
+    text = host.absolute().as_posix()
     if text == "/" or any(text == r or text.startswith(r + "/") for r in _SYSTEM_ROOTS):
         return "/work"
     return text

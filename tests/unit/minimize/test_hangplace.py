@@ -574,6 +574,22 @@ def test_a_relative_workdir_under_a_system_root_is_the_containers_work(
         assert place_of(_main_in_stuck("/work/h.py", 5), source=source) == "main -> stuck -> with"
 
 
+def test_a_linked_workdir_maps_as_the_runner_maps_it(tmp_path: Path) -> None:
+    # The runner maps the plan's workdir, made absolute with its links kept: a link to
+    # /root outside the system roots stays its own path there, and a link under /var to
+    # a folder outside them is /work. Mapped by its real path, the two disagreed and
+    # every dump path read "" (review).
+    (tmp_path / "to_root").symlink_to("/root")
+    assert workdir_inside("docker", tmp_path / "to_root") == str(tmp_path / "to_root")
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as folder:
+        (Path(folder) / "proj").symlink_to(tmp_path)
+        (tmp_path / "h.py").write_text(STUCK, encoding="utf-8")
+        workdir = Path(folder) / "proj"
+        assert workdir_inside("docker", workdir) == "/work"
+        source = source_at(workdir, container=workdir_inside("docker", workdir))
+        assert place_of(_main_in_stuck("/work/h.py", 5), source=source) == "main -> stuck -> with"
+
+
 def test_a_place_reads_the_candidates_own_text_not_its_folders_when_read(tmp_path: Path) -> None:
     # A live search (run.preload) rewrites one folder for each candidate: a candidate's
     # lines were read from whatever the folder held when its place was read (a stored
