@@ -352,7 +352,7 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
             "venv-python",
             "fail",
             f"{'; '.join(missing)}: the venv runner builds each cell's venv on it, so "
-            + cells_not_run(),
+            + (cells_not_run("such", of="") if some else cells_not_run()),
             f"install one (`uv python install {' '.join(versions)}`), or run with --python PATH",
         )
         if missing

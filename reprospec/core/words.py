@@ -837,12 +837,14 @@ def agree(n: int, one: str = "was", other: str = "were") -> str:
     return one if n == 1 else other
 
 
-def cells_not_run(kind: str = "", *, of: str = "it", why: str = "") -> str:
+def cells_not_run(kind: str = "", *, of: str = "it", that: str = "", why: str = "") -> str:
     """`every cell of it is an infra error, not run`: the one way doctor says which cells a
     problem it found makes infra errors. `kind`: the cells' where only those are
-    (`workload`); `of`: what they are the cells of (`it`, the package, interpreter or image
-    just named; a matrix's pythons by their labels; "" for none); `why`: in brackets."""
-    cells = f"every {kind + ' ' if kind else ''}cell{' of ' + of if of else ''}"
+    (`workload`, `such`); `of`: what they are the cells of (`it`, the interpreter or image
+    just named; a matrix's pythons by their labels; "" for none); `that`: in its place, what
+    the cells do (`names it`, of a package: not every cell of the spec); `why`: in brackets."""
+    whose = f" that {that}" if that else f" of {of}" if of else ""
+    cells = f"every {kind + ' ' if kind else ''}cell{whose}"
     return f"{cells} is an infra error{f' ({why})' if why else ''}, not run"
 
 

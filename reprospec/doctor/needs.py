@@ -367,7 +367,8 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(shadowed)
-            + f": the venv runner's attempts inherit PYTHONPATH, so {cells_not_run()}",
+            + ": the venv runner's attempts inherit PYTHONPATH, so "
+            + cells_not_run(that="names it"),
             "unset PYTHONPATH for the run, or leave that folder out of it",
         )
     if packages and needs.runner == "local":
@@ -375,7 +376,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(packages)
-            + f": on the local runner {cells_not_run()}"
+            + f": on the local runner {cells_not_run(that='names it')}"
             + (f" (and {'; '.join(python)})" if python else ""),
             "install them into this interpreter, run with --python PATH of one that has them, "
             "or with --runner venv (it installs them; `doctor --runner venv` checks for that)",
@@ -451,7 +452,7 @@ def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = (
         "spec-environment",
         "fail",
         "; ".join(refused)
-        + f": on the {needs.runner} runner {cells_not_run()}"
+        + f": on the {needs.runner} runner {cells_not_run(that='names it')}"
         + (f" (and {'; '.join(also)})" if also else ""),
         _REFUSED_TODO.get(needs.runner, ""),
     )

@@ -75,8 +75,8 @@ def test_a_spec_package_the_interpreter_lacks_fails_on_the_local_runner_only(
     (line,) = [ln for ln in local.stdout.splitlines() if " spec-environment " in ln]
     assert " ".join(line.split()) == (
         "FAIL spec-environment sqlparse-not-here is not installed (the cell needs "
-        "sqlparse-not-here==0.5.3): on the local runner every cell of it is an infra "
-        "error, not run"
+        "sqlparse-not-here==0.5.3): on the local runner every cell that names it is an "
+        "infra error, not run"
     )
     assert local.code == 1, local.stdout + local.stderr
     venv = cli("doctor", "sq.yaml", "--runner", "venv", cwd=tmp_path)

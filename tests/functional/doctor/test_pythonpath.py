@@ -26,8 +26,8 @@ SINGLE = Needs(
     runner="venv",
 )
 TAIL = (
-    ": the venv runner's attempts inherit PYTHONPATH, so every cell of it is an "
-    "infra error, not run"
+    ": the venv runner's attempts inherit PYTHONPATH, so every cell that names it "
+    "is an infra error, not run"
 )
 
 

@@ -45,8 +45,8 @@ def test_cells_that_name_no_python_are_not_among_every_cell_of_a_python_not_here
     needs = doctor.Needs(python="3.4", pythons=((None, ("a",)), ("3.4", ("b",))), runner="venv")
     _, base = command._interpreter(None, needs)
     assert base is not None
-    assert base.why.endswith(": the venv runner builds each cell's venv on it, so every cell "
-                             "of it is an infra error, not run"), base.why  # fmt: skip
+    assert base.why.endswith(": the venv runner builds each cell's venv on it, so every such "
+                             "cell is an infra error, not run"), base.why  # fmt: skip
 
 
 def test_two_pythons_of_one_interpreter_are_one_and_name_no_cells(

@@ -40,7 +40,9 @@ def test_an_image_not_here_yet_says_nothing_of_the_hosts_interpreter() -> None:
     (check,) = image_checks([HOST], refused, [], "s.yaml", None, find_links=None)
     assert check.status == "fail"
     assert check.why.startswith("environment.packages './mypkg': a path on this machine")
-    assert check.why.endswith(": on the docker runner every cell of it is an infra error, not run")
+    assert check.why.endswith(
+        ": on the docker runner every cell that names it is an infra error, not run"
+    )
     assert "python 3.11.7" not in check.why
 
 

@@ -282,6 +282,8 @@ def test_cells_not_run_is_one_sentence_whatever_the_cells_are_of() -> None:
     assert cells_not_run("workload", of="python 3.9 (cell py=3.9)") == (
         "every workload cell of python 3.9 (cell py=3.9) is an infra error, not run"
     )
+    # A package's: the cells that name it, not every cell of the spec (review).
+    assert cells_not_run(that="names it") == "every cell that names it is an infra error, not run"
     assert cells_not_run("such", of="", why="torch is not installed in the cell's venv") == (
         "every such cell is an infra error (torch is not installed in the cell's venv), not run"
     )

@@ -257,8 +257,8 @@ def test_spec_needs() -> None:
     assert checks["spec-environment"].status == "fail"
     assert checks["spec-environment"].why == (
         "numpy 2.4.6 is installed (the cell needs numpy>=3): on the local runner every cell "
-        "of it is an infra error, not run (and the interpreter is python 3.11.7; the "
-        "spec names 3.10)"
+        "that names it is an infra error, not run (and the interpreter is python 3.11.7; "
+        "the spec names 3.10)"
     )
     assert "--runner venv" in checks["spec-environment"].todo
 
@@ -636,8 +636,8 @@ def test_a_path_package_fails_where_the_runner_refuses_it_whatever_the_capture()
     assert check.status == "fail"
     assert check.why.startswith(
         "cannot check the cell's packages: './mypkg' names no distribution this interpreter "
-        "can be checked for (name @ url names one): on the local runner every cell of it "
-        "is an infra error, not run"
+        "can be checked for (name @ url names one): on the local runner every cell that "
+        "names it is an infra error, not run"
     )
     assert "mypkg @ file:///path/to/mypkg" in check.todo
     assert "install them into this interpreter" not in check.todo  # it cannot help
