@@ -2664,8 +2664,23 @@ def _nearest_before(commands: list[tuple[int, str]], failed_at: int | None) -> l
 
 def _shows_machine(command: str) -> bool:
     """A command a ticket ran to show its machine (collect_env, pip's and conda's lists, a
-    library's version, `transformers-cli env`), which passes: not the failing command."""
-    return _MACHINE_REPORT.search(command) is not None
+    library's version, `transformers-cli env`, nvcc or another CUDA install's program,
+    `/usr/local/cuda/extras/demo_suite/deviceQuery`), or one that only asks a program about
+    itself (`torchrun --version`, `build/tool --help`), which passes: not the failing
+    command, whether a prompt, a quote or a bare line runs it."""
+    if _MACHINE_REPORT.search(command) is not None:
+        return True
+    words = _words(split_at_operator(command)[0])
+    at = _program_at(words)
+    if at is None:
+        return False
+    args = words[at + 1 :]
+    if args and all(arg in _ABOUT_ITSELF for arg in args):
+        return True
+    word = words[at]
+    return _program_name(word) == "nvcc" or any(
+        _CUDA_INSTALL.match(part.lower()) for part in Path(word).parts[:-1]
+    )
 
 
 def _prompted_runs(line: str) -> bool:
@@ -2677,12 +2692,12 @@ def _prompted_runs(line: str) -> bool:
 
 
 # The tools a prompt runs by a path that set a machine up or look around, never the
-# failing program (`$ /opt/conda/bin/pip install torch`, `$ .venv/bin/uv pip install x`,
-# `$ /opt/cuda/bin/nvcc --version`).
+# failing program (`$ /opt/conda/bin/pip install torch`, `$ .venv/bin/uv pip install x`);
+# nvcc and nvidia-smi show the machine (`_shows_machine`).
 _SETUP_TOOLS = frozenset(
     {"pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt", "apt-get", "sudo", "git",
-     "make", "cmake", "ninja", "nvcc", "nvidia-smi", "ls", "cat", "cd", "cp", "mv", "rm",
-     "mkdir", "echo", "export", "source", "which"}
+     "make", "cmake", "ninja", "ls", "cat", "cd", "cp", "mv", "rm", "mkdir", "echo",
+     "export", "source", "which"}
 )  # fmt: skip
 # A folder of a CUDA install (`/opt/cuda`, `~/cuda-12.1`), whose programs (`bin/nvcc`,
 # `extras/demo_suite/deviceQuery`) a crash ticket runs to show its machine.
@@ -2697,27 +2712,19 @@ def _runs_a_script(line: str) -> bool:
     shell script by its name: the command when no prompt line runs a program tickets run
     (a `$ ./install_deps.sh` before `$ python train.py` is setup). A program by a path
     without `./` was none, and the command a TODO. None are a diagnostic's, which a wrong
-    command in the spec would be, worse than a TODO: a setup tool's (`_SETUP_TOOLS`), the
-    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`) or a CUDA install's
-    (`/usr/local/cuda/extras/demo_suite/deviceQuery`), and one asked only its version or
-    help (`$ build/tool --version`)."""
+    command in the spec would be, worse than a TODO: a setup tool's (`_SETUP_TOOLS`) or the
+    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`); the caller has left out those that
+    show the machine (`_shows_machine`: a CUDA install's, one asked only its version)."""
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
     if at is None:
         return False
     word = words[at]
-    args = words[at + 1 :]
-    if args and all(arg in _ABOUT_ITSELF for arg in args):
-        return False
     if word.endswith(".sh"):
         return True
     if "/" not in word or word.endswith("/") or _program_name(word) in _SETUP_TOOLS:
         return False
-    path = Path(word)
-    return not (
-        (word.startswith("/") and in_machine_folders(path))
-        or any(_CUDA_INSTALL.match(part.lower()) for part in path.parts[:-1])
-    )
+    return not (word.startswith("/") and in_machine_folders(Path(word)))
 
 
 def _bounded(command: str, *, kill: bool = False) -> bool:

@@ -4537,6 +4537,23 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         assert read_ticket(log).command is None, diagnostic
 
 
+def test_a_command_that_asks_a_program_about_itself_is_no_command() -> None:
+    # `$ torchrun --version` or `$ pytest --version` before a traceback, no other command:
+    # only a program run by its path was taken as a diagnostic, so a program tickets run
+    # asked its version became the ticket's command (final read). A prompt's, a quote's
+    # and a bare line's are one rule: `_shows_machine`.
+    traceback = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nValueError: bad\n'
+    )
+    for diagnostic in ("$ torchrun --version", "$ pytest --version", "$ nvcc -V"):
+        assert read_ticket(f"{diagnostic}\n1.0\n{traceback}").command is None, diagnostic
+    quoted = f"I ran `pytest --help` and `torchrun --version`:\n{traceback}"
+    assert read_ticket(quoted).command is None
+    # Asked about itself and something else, the program runs: the command.
+    ran = read_ticket(f"$ torchrun --version train.py\n{traceback}").command
+    assert ran == "torchrun --version train.py"
+
+
 def test_a_sanitizers_report_is_an_error_with_its_finding() -> None:
     # A real ASan report of gcc 12's `-fsanitize=address` build (a use after free), pasted
     # after its prompt and followed by prose: "no failure found", the outcome a TODO. A
