@@ -756,7 +756,9 @@ def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
     interpreter's module by its path in its packages' or lib folder (`wandb/__init__.py`,
     `json/__init__.py`: `LIBRARY_CODE`), else one under `workdir` by its path there, else
     an absolute path by its file's name (a ticket's sender's `/home/u/proj/mymod.py` is no
-    one else's path), a relative one as the stack wrote it; `:LINE` where it is known.
+    one else's path), a package's init by its package's too (`mypkg/__init__.py`: a package
+    on PYTHONPATH, a ticket's sender's, a Windows interpreter's `Lib/json`), a relative one
+    as the stack wrote it; `:LINE` where it is known.
     The ticket's title kept the sender's absolute paths, a live one named a package's module
     by its file's name alone (`__init__.py:40`) (review)."""
     # A Windows path's backslashes (not faulthandler's escapes, `w\udc80x.py`).
@@ -769,7 +771,10 @@ def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
     if cut is not None:
         shown = path[cut:]
     elif _ABSOLUTE.match(path):
-        shown = path.rsplit("/", 1)[-1]
+        # A package's init by its package (`mypkg/__init__.py`), not `__init__.py` alone.
+        parts = path.rsplit("/", 2)
+        package = parts[-1] == "__init__.py" and len(parts) > 2 and parts[-2] != ""
+        shown = "/".join(parts[-2:]) if package else parts[-1]
         if workdir is not None and path.startswith("/"):
             with contextlib.suppress(ValueError):
                 shown = Path(path).resolve().relative_to(workdir).as_posix()

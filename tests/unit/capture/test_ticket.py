@@ -4648,6 +4648,8 @@ def test_a_hang_in_an_import_is_titled_by_the_module_it_was_importing() -> None:
     for path, shown in (
         ("/usr/lib/python3.10/json/__init__.py", "json/__init__.py"),
         ("/home/u/proj/mymod.py", "mymod.py"),
+        # A package's init by its package: it said `__init__.py` (review).
+        ("/home/u/proj/mypkg/__init__.py", "mypkg/__init__.py"),
     ):
         title = skeleton(read_ticket(timeout.replace(site, path)), "fh.txt").title
         assert title == f"From a ticket: hang while importing {shown}", title

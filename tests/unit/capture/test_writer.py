@@ -292,6 +292,15 @@ def test_a_hung_import_is_read_from_the_stack(tmp_path: Path) -> None:
     ):
         installed = stack.replace(f"{tmp_path}/plugin.py", f"{lib}/{module}")
         assert hung_import(installed, tmp_path) == f"{module}:9"
+    # A package outside the workdir and any library folder (on PYTHONPATH) by its package,
+    # a Windows interpreter's alike: each said `__init__.py:9` (review).
+    for path, module in (
+        ("/home/u/libs/mypkg/__init__.py", "mypkg/__init__.py"),
+        (r"C:\Python310\Lib\json\__init__.py", "json/__init__.py"),
+        ("/srv/mymod.py", "mymod.py"),
+    ):
+        elsewhere = stack.replace(f"{tmp_path}/plugin.py", path)
+        assert hung_import(elsewhere, tmp_path) == f"{module}:9"
 
 
 def test_a_crashs_frame_is_the_programs_own_in_the_thread_that_took_the_signal(
