@@ -58,12 +58,20 @@ from reprospec.outcome.hangsource import (
 _HEADER = Lazy(r"^--- pid (?P<pid>\d+) \((?P<cmd>.*)\)(?P<tags>(?: \[[^\]]*\])*) ---$")
 _THREAD = Lazy(r"^(?:(?P<current>Current thread)|Thread) (?P<id>\S+)")
 # An asyncio task the stackdump sitecustomize appends after the threads (`_dump_tasks`):
-# its coroutines, innermost first, as faulthandler writes a thread's frames.
-_TASK = Lazy(r"^Task (?P<name>.+) \(most recent call first\):$")
+# its coroutines, innermost first, as faulthandler writes a thread's frames; tagged where
+# the task awaits another task or a gather (`_awaited` ranks it after the others).
+_TASK = Lazy(r"^Task (?P<name>.+?) \(most recent call first\):(?P<awaits> \[awaits a task\])?$")
 # Where a main thread runs an asyncio event loop: it waits for the loop's tasks.
 _EVENT_LOOP = ("asyncio/base_events.py", ("run_forever", "run_until_complete"))
 # A task's sleep: it wakes, as a thread's `time.sleep` does (`_stuck_rank`).
 _ASYNC_SLEEP = ("asyncio/tasks.py", "sleep")
+# A task's wait for another task's act, for good: an asyncio Event's, Lock's, Condition's,
+# Semaphore's or Queue's (`_stuck_rank` 0, as a thread's lock), unless under a `wait_for`.
+_ASYNC_WAITS = (
+    ("asyncio/locks.py", ("wait", "acquire", "wait_for")),
+    ("asyncio/queues.py", ("get", "put", "join")),
+)
+_ASYNC_TIMED = ("asyncio/tasks.py", "wait_for")
 _FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
 _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
 # The interpreter's own files and the installed packages': not the user's code.
@@ -261,7 +269,7 @@ _Block = tuple[int, list[tuple[bool, list[Frame]]], str, str]  # pid, threads, c
 
 def _blocks(stack: str | None, tasks: bool = False) -> list[_Block]:
     """Each process of a dump: its threads' frames (`tasks`: its asyncio tasks' instead,
-    each a thread's list of frames, none current)."""
+    each a thread's list of frames, its flag whether the task awaits a task, `_TASK`)."""
     blocks: list[_Block] = []
     task = False  # the frames read now are a task's
     for line in (stack or "").splitlines():
@@ -274,10 +282,10 @@ def _blocks(stack: str | None, tasks: bool = False) -> list[_Block]:
             task = False
             if not tasks:
                 blocks[-1][1].append((thread["current"] is not None, []))
-        elif _TASK.match(line) is not None:
+        elif (named := _TASK.match(line)) is not None:
             task = True
             if tasks:
-                blocks[-1][1].append((False, []))
+                blocks[-1][1].append((named["awaits"] is not None, []))
         elif task != tasks:
             continue
         elif (frame := _frame(line)) is not None:
@@ -367,11 +375,13 @@ def _awaited(
 ) -> tuple[_HungThread, ...]:
     """Where a main thread runs an asyncio event loop (`asyncio.run`'s `run_until_complete`
     among the frames it waits in), the tasks of process `pid` the dump holds that are in the
-    user's code, as a join's threads (`_other_threads`, ranked); else ()."""
+    user's code, as a join's threads (`_other_threads`, ranked); else (). A task that awaits
+    another task or a gather (tagged by the dump, `_TASK`) waits for that one: it comes after
+    the others of its rank (1, its `await t` line), which may be where the hang sits."""
     if not any(_is(f, _EVENT_LOOP) for f in _waiting(main, string)):
         return ()
     tasks = next((t for p, t, _, _ in _blocks(stack, tasks=True) if p == pid), [])
-    return _other_threads(tasks, main, string, rank)
+    return _other_threads(sorted(tasks, key=lambda t: t[0]), main, string, rank)
 
 
 def _named_elsewhere(
@@ -563,7 +573,8 @@ def _ranker(source: Source, first: Frame | None = None) -> _Rank:
 def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     """How surely a joined thread is where the hang sits, for `_other_threads`' order (the
     first is the hang's title, `hang_frame`): 0 where it waits for another thread (a lock's
-    `with`, an `acquire()`, a join, a Condition's or a queue's wait), 2 where it sleeps (a
+    `with`, an `acquire()`, a join, a Condition's or a queue's wait; an asyncio task's
+    Event, Lock, Condition or Queue wait given no `wait_for`), 2 where it sleeps (a
     heartbeat's `time.sleep` in its loop, or its Event's `stop.wait(0.5)`: it wakes and
     sleeps again, stuck on nothing), 1 otherwise (a busy loop, a line that cannot be read,
     a queue's `get(timeout=...)`, a future's `result(timeout=...)`, a Condition's
@@ -591,6 +602,10 @@ def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
     if waiting:
         if _is(waiting[0], _ASYNC_SLEEP):
             return 2  # an asyncio task's heartbeat: `await asyncio.sleep(0.5)` in its loop
+        if any(_is(waiting[0], w) for w in _ASYNC_WAITS):
+            # A task's `await ev.wait()`, `async with lock`, `await q.get()`: for good,
+            # unless given a timeout (`asyncio.wait_for(ev.wait(), 1)`).
+            return 1 if any(_is(f, _ASYNC_TIMED) for f in waiting) else 0
         if not waits_for_a_thread(waiting[0]):
             return 1
         if not _timed(frame, waiting, source):

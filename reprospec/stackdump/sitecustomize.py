@@ -89,10 +89,11 @@ def _watch_tasks(asyncio: ModuleType) -> None:
 def _dump_tasks(signum: int, frame: object) -> None:
     """Append each pending asyncio task of the main thread's running loop to the stack dump,
     as faulthandler writes a thread (`Task NAME (most recent call first):`, then each
-    coroutine it awaits in, innermost first: `File "x.py", line 4 in waiter`); the tasks
-    that await another task or a gather last, after those that wait on something else (an
-    Event, a future no one sets): where the hang sits. Never raises;
-    ends with `_TASKS_END`, tasks or none."""
+    coroutine it awaits in, innermost first: `File "x.py", line 4 in waiter`), in asyncio's
+    order; a task that awaits another task or a gather is tagged so (`Task NAME (most recent
+    call first): [awaits a task]`): the fact, which the engine ranks (hungstacks'
+    `_awaited`), not an order decided here. Never raises; ends with `_TASKS_END`, tasks or
+    none."""
     del signum, frame
     fd = _state["fd"]
     if fd < 0:
@@ -120,8 +121,9 @@ def _dump_tasks(signum: int, frame: object) -> None:
             on_tasks = type(waiter).__name__ in ("Task", "_GatheringFuture")
             tasks.append((on_tasks, task.get_name(), frames[::-1]))
         text = "".join(
-            f"\nTask {name} (most recent call first):\n" + "".join(f + "\n" for f in frames)
-            for _, name, frames in sorted(tasks, key=lambda t: t[0])
+            f"\nTask {name} (most recent call first):{' [awaits a task]' if on_tasks else ''}\n"
+            + "".join(f + "\n" for f in frames)
+            for on_tasks, name, frames in tasks
             if frames
         )
     except Exception:

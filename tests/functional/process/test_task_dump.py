@@ -42,7 +42,9 @@ def test_the_tasks_follow_the_threads_and_are_read(tmp_path: Path) -> None:
         assert raw.startswith(TASKS_FOLLOW), raw
         assert raw.endswith(TASKS_END), raw
         text = read_stack_dump(path)
-        assert "Task Task-2 (most recent call first):" in text, text
+        assert "Task Task-2 (most recent call first):\n" in text, text
+        # main awaits the waiter's task: the dump says so, in asyncio's order (the engine ranks).
+        assert "Task Task-1 (most recent call first): [awaits a task]\n" in text, text
         assert "# tasks" not in text, text
     finally:
         child.kill()

@@ -49,3 +49,45 @@ def test_a_coroutine_deadlock_is_read_in_its_task_not_the_event_loop() -> None:
     # The tasks are no threads of the process: a dump without them reads as before.
     plain = _ASYNC.split("\nTask ", 1)[0]
     assert hung_frame(plain, source=unread) == Frame("/w/aio.py", 14, "<module>")
+
+
+# The dump tags a task that awaits another task (`[awaits a task]`) and keeps asyncio's
+# order; the engine ranks: an asyncio Event's wait (a lock's, a queue's) first, as a
+# thread's lock, then a task awaiting a future no one sets, then one awaiting a task,
+# then the sleeper. The child had ordered the tagged ones last, by asyncio's private
+# `_fut_waiter`, and the engine ranked the Event's wait with a busy task's (review).
+_TAGGED = """\
+--- pid 78 (python aio.py) ---
+Current thread 0x00007fc416de3b80 (most recent call first):
+  File "/usr/lib/python3.11/selectors.py", line 468 in select
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 1884 in _run_once
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 607 in run_forever
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 640 in run_until_complete
+  File "/usr/lib/python3.11/asyncio/runners.py", line 118 in run
+  File "/usr/lib/python3.11/asyncio/runners.py", line 190 in run
+  File "/w/aio.py", line 30 in <module>
+
+Task Task-1 (most recent call first): [awaits a task]
+  File "/w/aio.py", line 25 in main
+
+Task Task-2 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/tasks.py", line 649 in sleep
+  File "/w/aio.py", line 8 in beat
+
+Task Task-3 (most recent call first):
+  File "/w/aio.py", line 18 in orphan
+
+Task Task-4 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/locks.py", line 213 in wait
+  File "/w/aio.py", line 4 in waiter
+"""
+
+
+def test_the_engine_ranks_the_tasks_the_dump_tags_in_its_order() -> None:
+    (process,) = hung_processes(_TAGGED, source=unread)
+    assert process.awaits
+    assert [f.function for f in process.joined] == ["waiter", "orphan", "main", "beat"]
+    assert hung_frame(_TAGGED, source=unread) == Frame("/w/aio.py", 4, "waiter")
+    threads = hung_threads(_TAGGED, source=unread)
+    assert threads is not None
+    assert [t[0].function for t in threads] == ["waiter", "orphan", "main", "beat"]
