@@ -52,11 +52,15 @@ MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec.venvs.build import remembered_failures
+
+    with remembered_failures():  # kept for this doctor's checks (venv-python, venv-packages)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from reprospec import doctor
     from reprospec.environment.probe import probe_environment
-    from reprospec.venvs.build import forget_failures
-
-    forget_failures()  # kept for this doctor's checks (venv-python, venv-packages) alone
 
     needs, environments, plans = (
         _needs(args.spec, args.runner) if getattr(args, "spec", None) else (None, (), ())
@@ -287,8 +291,9 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     have, and said nothing where no 3.12 was here, which made every cell infra-error. Each
     python the cells name is looked for (a matrix over it: the last cell's alone was, and
     the cells of a python not here passed), each found returned in the cells' order.
-    (`find_interpreter(remember_failure=True)` keeps each answer for this doctor, a python
-    not here and a uv timeout too: venv-packages asks it again without a second search.)"""
+    (`find_interpreter` keeps each answer for this doctor, `run`'s `remembered_failures`, a
+    python not here and a uv timeout too: venv-packages asks it again without a second
+    search.)"""
     from reprospec.core.words import cells_not_run
     from reprospec.doctor import Check
     from reprospec.doctor.needs import named_cells
@@ -310,7 +315,7 @@ def _interpreter(given: str | None, needs: Needs | None) -> tuple[list[_Interpre
     versions: list[str] = []  # of those not found
     for request, cells in wanted:
         try:
-            interpreter = find_interpreter(request, remember_failure=True)
+            interpreter = find_interpreter(request)
         except EnvBuildError as exc:
             not_here.append((str(exc), cells))
             versions.append(request)

@@ -112,7 +112,7 @@ def resolve_check(
     sdists: dict[str, None] = {}  # built by the resolve, having no wheel (Resolved.built)
     for (wanted, packages), cells in groups.items():
         try:
-            python = venvs.find_interpreter(wanted, remember_failure=True)
+            python = venvs.find_interpreter(wanted)
         except venvs.EnvBuildError:
             continue  # said by venv-python
         lists += 1

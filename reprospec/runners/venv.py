@@ -14,6 +14,7 @@ do not bring it) is the attempt's infra-error, never run (runners/programs.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -123,9 +124,11 @@ class VenvRunner:
         self._build_lock = threading.Lock()
         self._warned: set[str] = set()
         # A python not found is searched for once a run, by each section's `env_request`
-        # (a `uv python find` of up to 120 s each): the last run's failures are dropped, so
-        # that one made since is found (a long-lived process, bisect's next version).
-        venvs.forget_failures()
+        # (a `uv python find` of up to 120 s each), until `close`: the last run's failures
+        # are dropped, so that one made since is found (a long-lived process, bisect's next
+        # version).
+        self._remembered = contextlib.ExitStack()
+        self._remembered.enter_context(venvs.remembered_failures())
 
     # -- environments ----------------------------------------------------------------
 
@@ -329,6 +332,7 @@ class VenvRunner:
             runner.close()
         for key in holds:
             self._release(key)
+        self._remembered.close()
 
     def run_instances(
         self,

@@ -221,37 +221,49 @@ def own_interpreter_path() -> str:
     return os.path.realpath(sys.executable)
 
 
-def find_interpreter(request: str | None = None, *, remember_failure: bool = False) -> Interpreter:
+def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter.
     A found one is kept for the process (`_looked_up`). A failure, a `UvTimeout` too, is
-    kept where `remember_failure` asks, until `forget_failures`: a run's environment
-    sections (`env_request`) and doctor's checks ask again, each a `uv python find` of up
-    to 120 s. A run and a doctor begin by forgetting them, so that an interpreter made
-    since is found by the next run of a long-lived process; a plain call looks again."""
-    if remember_failure and request in _failures:
+    kept while a `remembered_failures` scope is open (a run's, a doctor's); outside one, each
+    call looks again."""
+    remembering = bool(_scopes)
+    if remembering and request in _failures:
         raise _failures[request].with_traceback(None)
     try:
         return _looked_up(request)
     except EnvBuildError as exc:
-        if remember_failure:
+        if remembering:
             _failures[request] = exc
         raise
 
 
 _failures: dict[str | None, EnvBuildError] = {}  # find_interpreter's, where remembered
+_scopes: list[None] = []  # one a `remembered_failures` scope open
+
+
+@contextlib.contextmanager
+def remembered_failures() -> Iterator[None]:
+    """A scope in which `find_interpreter` keeps each failure: a run's (runners/venv.py
+    `VenvRunner`, so each of bisect's versions too), whose environment sections
+    (`env_request`) each ask, and a doctor's, whose checks ask again: each a `uv python
+    find` of up to 120 s. The failures are dropped as one opens, and as the outermost
+    closes, so that an interpreter made since is found by the next run of a long-lived
+    process."""
+    _failures.clear()
+    _scopes.append(None)
+    try:
+        yield
+    finally:
+        _scopes.pop()
+        if not _scopes:
+            _failures.clear()
 
 
 @lru_cache(maxsize=32)
 def _looked_up(request: str | None) -> Interpreter:
     """`find_interpreter`'s found interpreter, kept (lru_cache keeps no exception)."""
     return _find_interpreter(request)
-
-
-def forget_failures() -> None:
-    """Drop the failures `find_interpreter` remembered: where a run (runners/venv.py
-    `VenvRunner`, so each of bisect's versions too) or a doctor begins."""
-    _failures.clear()
 
 
 def forget_interpreters() -> None:
@@ -903,12 +915,12 @@ def env_request(
 
     The interpreter is `python` (the run's --python) when given, else the spec's
     `environment.python` version found on this machine, else reprospec's own (one not
-    found is remembered, `find_interpreter`: each section asks, one search). `cwd`: where
-    uv runs, which a relative path entry is read from (`local_sources`); `warn`: what it
-    says of a folder keyed in part (`local_sources`).
+    found is remembered in a run's `remembered_failures`: each section asks, one search).
+    `cwd`: where uv runs, which a relative path entry is read from (`local_sources`);
+    `warn`: what it says of a folder keyed in part (`local_sources`).
     """
     return request_for(
-        find_interpreter(python or environment.python, remember_failure=True),
+        find_interpreter(python or environment.python),
         environment.packages,
         index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,

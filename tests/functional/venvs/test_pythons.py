@@ -164,9 +164,9 @@ def test_a_python_not_here_is_looked_for_once_where_remembered(
 ) -> None:
     """Only a found interpreter was kept: each ask of one not here ran `uv python find`
     again (up to 120 s), and doctor kept the failures in a dict of its own beside the cache,
-    handed from check to check. A failure is kept where asked (a run's sections, doctor's
-    checks) until `forget_failures`; a plain call looks again. uv runs through a script
-    that counts its calls."""
+    handed from check to check. A failure is kept while a `remembered_failures` scope is
+    open (a run's sections, doctor's checks); a plain call looks again. uv runs through a
+    script that counts its calls."""
     from reprospec.venvs import build
 
     calls = tmp_path / "calls"
@@ -175,9 +175,10 @@ def test_a_python_not_here_is_looked_for_once_where_remembered(
     spy.chmod(0o755)
     monkeypatch.setattr(build, "uv_binary", lambda: str(spy))
     monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "no-managed"))
-    for _ in range(2):
-        with pytest.raises(EnvBuildError, match=r"3\.99"):
-            find_interpreter("3.99", remember_failure=True)
+    with build.remembered_failures():
+        for _ in range(2):
+            with pytest.raises(EnvBuildError, match=r"3\.99"):
+                find_interpreter("3.99")
     assert calls.read_text().splitlines() == ["python find"]
     with pytest.raises(EnvBuildError, match=r"3\.99"):
         find_interpreter("3.99")

@@ -493,21 +493,33 @@ def test_a_run_looks_again_for_an_interpreter_not_found_and_doctor_keeps_the_fai
         here.append(Interpreter("/tmp/nopython", "3.12.1"))  # made since
         assert find_interpreter("/tmp/nopython").version == "3.12.1"
         here.clear()
-        for _ in range(2):  # doctor's checks: one search
-            with pytest.raises(EnvBuildError):
-                find_interpreter("3.99", remember_failure=True)
-        assert searches.count("3.99") == 1
-        for _ in range(2):  # a timeout is kept where a failure is: doctor waits once
-            with pytest.raises(UvTimeout):
-                find_interpreter("timeout", remember_failure=True)
-        assert searches.count("timeout") == 1
-        for _ in range(2):  # a plain call neither reads nor keeps one
+        with build.remembered_failures():
+            for _ in range(2):  # doctor's checks: one search
+                with pytest.raises(EnvBuildError):
+                    find_interpreter("3.99")
+            assert searches.count("3.99") == 1
+            for _ in range(2):  # a timeout is kept where a failure is: doctor waits once
+                with pytest.raises(UvTimeout):
+                    find_interpreter("timeout")
+            assert searches.count("timeout") == 1
+            # A run's inside: it drops them as it opens.
+            with build.remembered_failures(), pytest.raises(EnvBuildError):
+                find_interpreter("3.99")
+            assert searches.count("3.99") == 2
+            with pytest.raises(EnvBuildError):  # still kept in the outer scope
+                find_interpreter("3.99")
+            assert searches.count("3.99") == 2
+        for _ in range(2):  # outside a scope: neither read nor kept
             with pytest.raises(UvTimeout):
                 find_interpreter("timeout")
         assert searches.count("timeout") == 3
-        build.forget_failures()  # where the next run or doctor begins
+        # A failure kept in a scope closed is not read by a call after it (bisect's
+        # `_changed`, with no runner), nor by the next scope (review).
         with pytest.raises(EnvBuildError):
-            find_interpreter("3.99", remember_failure=True)
-        assert searches.count("3.99") == 2
+            find_interpreter("3.99")
+        assert searches.count("3.99") == 3
+        with build.remembered_failures(), pytest.raises(EnvBuildError):
+            find_interpreter("3.99")
+        assert searches.count("3.99") == 4
     finally:
         build.forget_interpreters()
