@@ -143,7 +143,7 @@ _FAILURE_START = re.compile(
 _MACHINE_REPORT = re.compile(
     r"collect_env|__version__|(?:^|\s)-m +pip\b|(?:^|[\s/])(?:pip3?|conda) +(?:list|freeze)\b"
     r"|(?:^|[\s/])(?:transformers-cli|diffusers-cli|huggingface-cli|accelerate) +env\b"
-    r"|nvidia-smi"
+    r"|nvidia-smi|rocm-smi|rocminfo"
 )
 # strsignal's words for the signals that end a program, as a shell and srun print them.
 _SIGNAL_WORDS = (
@@ -2678,8 +2678,8 @@ def _shows_machine(command: str) -> bool:
     if args and all(arg in _ABOUT_ITSELF for arg in args):
         return True
     word = words[at]
-    return _program_name(word) == "nvcc" or any(
-        _CUDA_INSTALL.match(part.lower()) for part in Path(word).parts[:-1]
+    return _program_name(word) == "nvcc" or (
+        _CUDA_INSTALL.match(word) is not None and not _runs_theirs(args)
     )
 
 
@@ -2699,9 +2699,15 @@ _SETUP_TOOLS = frozenset(
      "make", "cmake", "ninja", "ls", "cat", "cd", "cp", "mv", "rm", "mkdir", "echo",
      "export", "source", "which"}
 )  # fmt: skip
-# A folder of a CUDA install (`/opt/cuda`, `~/cuda-12.1`), whose programs (`bin/nvcc`,
-# `extras/demo_suite/deviceQuery`) a crash ticket runs to show its machine.
-_CUDA_INSTALL = re.compile(r"^cuda(?:-[\d.]+)?$")
+# A program of a CUDA or ROCm install (`/opt/cuda/bin/nvcc`, `~/cuda-12.1/extras/demo_suite/
+# deviceQuery`, `/opt/rocm/bin/rocminfo`, Windows' `.../CUDA/v12.1/bin/nvcc.exe`), which a
+# crash ticket runs to show its machine: by an install's own folders, since a project's
+# `cuda/` folder (`./cuda/build/gemm_test`) holds the reporter's programs.
+_CUDA_INSTALL = re.compile(
+    rf"^(?:/|~/|{_DRIVE}/)(?:.*/)?(?:cuda|rocm)(?:-[\d.]+)?(?:/v[\d.]+)?"
+    r"/(?:bin|extras|nvvm|samples|libnvvp)/",
+    re.IGNORECASE,
+)
 # The words after a program that only ask it about itself (`$ ./tool --version`).
 _ABOUT_ITSELF = frozenset({"--version", "-V", "--help"})
 
@@ -2713,8 +2719,9 @@ def _runs_a_script(line: str) -> bool:
     (a `$ ./install_deps.sh` before `$ python train.py` is setup). A program by a path
     without `./` was none, and the command a TODO. None are a diagnostic's, which a wrong
     command in the spec would be, worse than a TODO: a setup tool's (`_SETUP_TOOLS`) or the
-    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`); the caller has left out those that
-    show the machine (`_shows_machine`: a CUDA install's, one asked only its version)."""
+    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`), unless it runs one of the reporter's
+    (`_runs_theirs`: a sanitizer's line); the caller has left out those that show the
+    machine (`_shows_machine`: a CUDA install's, one asked only its version)."""
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
     if at is None:
@@ -2724,7 +2731,20 @@ def _runs_a_script(line: str) -> bool:
         return True
     if "/" not in word or word.endswith("/") or _program_name(word) in _SETUP_TOOLS:
         return False
-    return not (word.startswith("/") and in_machine_folders(Path(word)))
+    if (word.startswith("/") and in_machine_folders(Path(word))) or _CUDA_INSTALL.match(word):
+        return _runs_theirs(words[at + 1 :])  # `$ /usr/bin/valgrind ./build/crash`
+    return True
+
+
+def _runs_theirs(args: list[str]) -> bool:
+    """Whether a diagnostic's words run a program of the reporter's, a sanitizer's or a
+    debugger's (`/usr/local/cuda/bin/compute-sanitizer --tool memcheck build/crash`,
+    `/usr/bin/valgrind ./build/crash`): then the line is the command, which was a TODO as
+    the diagnostic's own path was looked at alone. Not a compiler's output (`-o build/x`)."""
+    return any(
+        "/" in word and not word.startswith("-") and before != "-o" and _runs_a_script(word)
+        for before, word in zip(["", *args], args, strict=False)
+    )
 
 
 def _bounded(command: str, *, kill: bool = False) -> bool:

@@ -4532,9 +4532,24 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "/opt/conda/bin/sudo make install",
         "build/crash --version",
         "build/crash -V",
+        "/opt/rocm/bin/rocminfo",
+        "/opt/rocm-6.0.2/bin/rocm-smi --showuse",
+        "/usr/bin/gcc -o build/crash crash.c",
     ):
         log = f"$ {diagnostic}\nsome output\n{crashed}"
         assert read_ticket(log).command is None, diagnostic
+    # A sanitizer or debugger of the machine's or a CUDA install's that runs the reporter's
+    # program is the command, and a program in the project's own `cuda/` folder is theirs:
+    # each was None, the wrapper's or the folder's path looked at alone (review).
+    for command in (
+        "/usr/local/cuda/bin/compute-sanitizer ./build/crash",
+        "/usr/local/cuda-12.1/bin/compute-sanitizer --tool memcheck build/crash",
+        "/usr/local/cuda/bin/cuda-memcheck ./build/crash",
+        "/usr/bin/valgrind ./build/crash",
+        "./cuda/build/gemm_test --m 4096",
+        "~/proj/cuda/build/reduce_test --n 4",
+    ):
+        assert read_ticket(f"$ {command}\n{crashed}").command == command, command
 
 
 def test_a_command_that_asks_a_program_about_itself_is_no_command() -> None:
