@@ -21,7 +21,7 @@ from reprospec.core.jsontypes import (
     checked_integer,
     checked_object,
 )
-from reprospec.native.symbols import short_symbol
+from reprospec.native.symbols import libc_name, short_symbol
 
 Source = Literal["core", "attach"]
 
@@ -118,7 +118,7 @@ class NativeStacks:
 
 
 # What a hung native thread waits in, by its innermost frame's function that says (glibc's
-# internal prefixes taken off, `_bare`): another thread (a mutex's, a condition's or an
+# internal prefixes taken off, symbols' `libc_name`): another thread (a mutex's, a condition's or an
 # untimed semaphore's wait, the interpreter's own lock, which a Python `join`, `with lock`
 # and `queue.get()` all wait in), one to end (a join), or time (a sleep). A timed wait
 # (`sem_clockwait`, `pthread_cond_timedwait`: a Python wait given a timeout) wakes, as a
@@ -144,17 +144,11 @@ _TIMED = frozenset(
 )
 
 
-def _bare(function: str) -> str:
-    """A frame's function as glibc's own names it: `__GI___clock_nanosleep` and
-    `___pthread_mutex_lock` are `clock_nanosleep` and `pthread_mutex_lock`."""
-    return function.removeprefix("__GI_").lstrip("_")
-
-
 def _waits_in(functions: Sequence[str]) -> str:
     """What a thread whose frames are `functions` (innermost first) waits in: `lock`,
     `join`, `sleep`, `timed`, or "" (it runs, or waits in nothing said)."""
     for function in functions:
-        name = _bare(function)
+        name = libc_name(function)
         for kind, names in (
             ("lock", _ON_ANOTHER_THREAD),
             ("join", _JOINS),

@@ -44,12 +44,19 @@ def short_symbol(function: str, library: str | None = None) -> str:
         name = re.sub(r"^(?:[\w:]+[\s*&]+)+(?=[\w(~])", "", name)
     lib = short_library(library)
     if lib is not None and _LIBC_LIKE.match(lib) and "::" not in name:
-        name = name.removeprefix("__GI_").removeprefix("__libc_").lstrip("_") or name
-        tokens = name.split("_")
-        for index, token in enumerate(tokens):
-            if index > 0 and token in _VARIANTS:
-                name = "_".join(tokens[:index])
-                break
+        name = libc_name(name)
+    return name
+
+
+def libc_name(name: str) -> str:
+    """A C library function's name as glibc's own API names it: without its internal
+    prefixes (`__GI___clock_nanosleep`, `__libc_nanosleep`, `___pthread_mutex_lock`) and
+    CPU-variant suffixes (`__memcpy_avx_unaligned_erms` is `memcpy`)."""
+    name = name.removeprefix("__GI_").removeprefix("__libc_").lstrip("_") or name
+    tokens = name.split("_")
+    for index, token in enumerate(tokens):
+        if index > 0 and token in _VARIANTS:
+            return "_".join(tokens[:index])
     return name
 
 

@@ -365,3 +365,7 @@ def test_a_hung_processs_threads_are_ordered_by_what_they_wait_in() -> None:
     assert hung_thread_order([timed, python_join, python_lock]) == [2, 1, 0]
     # A lone main thread, whatever it waits in, is the one.
     assert hung_thread_order([joining]) == [0]
+    # glibc's `__libc_` names (an older glibc's sleep) are its API's, as short_symbol
+    # reads them: `libc_nanosleep` was in no set, and its sleeper ranked as one that runs.
+    old_sleeper = (False, ["__libc_nanosleep", "beat"])
+    assert hung_thread_order([old_sleeper, runs]) == [1, 0]
