@@ -869,8 +869,7 @@ STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 # A compiler sanitizer's report (ASan, UBSan with halt_on_error, TSan, MSan) names its
 # finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow` line,
 # then prints its shadow memory and `==PID==ABORTING` last and exits 1.
-_SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$")
-_SANITIZER_ABORT_LINE = Lazy(r"^==\d+==ABORTING\s*$", re.M)
+_SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$", re.M)
 _SANITIZER_SUMMARY = Lazy(r"^SUMMARY: (?P<finding>\w+Sanitizer: .*?)\s*$", re.M)
 # A place in a finding: the source as compiled, with its line (`/w/heap.c:3`, `heap.c:3:7`),
 # or, with no symbolizer, the module and its offset (`(/w/libheap.so+0x11d9)`); or a path.
@@ -894,7 +893,7 @@ def sanitizer_report(text: str) -> str | None:
     `text` that ended its program: the last `SUMMARY:` line before a `==PID==ABORTING`;
     None without one. A ticket's paste, whose prose may follow the report, where
     `last_line` reads a program's output, which ends in it."""
-    aborts = [m.start() for m in _SANITIZER_ABORT_LINE.compiled.finditer(text)]
+    aborts = [m.start() for m in _SANITIZER_ABORT.compiled.finditer(text)]
     if not aborts:
         return None
     found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text, 0, aborts[-1])]
