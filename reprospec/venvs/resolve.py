@@ -16,7 +16,9 @@ it (`_sdists_built`), and its failure is the build's.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -151,20 +153,17 @@ def _sdists_built(
     timeout_s: float,
     env: dict[str, str],
 ) -> Resolved:
-    """`ok` for a list that resolved to `pinned`, but where a distribution it picked has no
-    wheel for `python`: the resolve read only its metadata (an sdist's `egg_info` or
+    """`ok` for a list that resolved to `pinned`, but where a distribution it picked has no wheel
+    for `python`: the resolve read only its metadata (an sdist's `egg_info` or
     `prepare_metadata_for_build_wheel`, which may succeed), where the venv build builds its
-    wheel, which may not. Each such one is built here as the build builds it (into a
-    throwaway venv, `--no-deps`; uv keeps the wheel in its cache, which the run's build then
-    reuses): `unsatisfiable` with the build's own last line where it fails. doctor passed
-    such a list, `the cells' packages resolve`, and every cell of it was an infra error. So
-    too each entry of `packages` that is a path of this machine but a wheel's (`./mypkg`, an
-    sdist's file): the build builds it, read from `cwd`."""
-    import tempfile
-
+    wheel, which may not. Each such one is built here as the build builds it (into one
+    throwaway venv for all, `--no-deps`; uv keeps the wheel in its cache, which the run's
+    build then reuses): `unsatisfiable` with the build's own last line where it fails.
+    doctor passed such a list, `the cells' packages resolve`, and every cell of it was an
+    infra error. So too each entry of `packages` that is a path of this machine but a
+    wheel's (`./mypkg`, an sdist's file): the build builds it, read from `cwd`."""
     from reprospec.environment.packages import local_path
 
-    # Each with whether it is a path entry (built from that path, not from an sdist).
     # A step past its timeout is said by that step: not the resolve's (`timed_out`, which
     # doctor counts towards asking no more lists), which answered.
     try:
@@ -172,44 +171,59 @@ def _sdists_built(
     except UvTimeout:
         said = f"uv pip compile --only-binary (which have no wheel) took over {timeout_s:g}s"
         return Resolved("unknown", said)
+    # Each with whether it is a path entry (built from that path, not from an sdist).
     wheelless = [(entry, False) for entry in sdists]
     wheelless += [
         (entry, True)
         for entry in packages
         if (path := local_path(entry)) is not None and not path.endswith(".whl")
     ]
-    for requirement, is_path in wheelless:
-        with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
-            venv = Path(folder) / "venv"
-            try:
-                made = run_uv(
-                    ["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd
-                )
-            except UvTimeout:
-                return Resolved("unknown", "uv venv (to build in) took over 60s")
-            if made.returncode != 0:
-                return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
-            try:
-                done = run_uv(
-                    ["pip", "install", "--quiet", "--no-deps", requirement,
-                     *uv_pip_args(str(venv / "bin" / "python"), index)],
-                    timeout=timeout_s, cwd=cwd, env=env,
-                )  # fmt: skip
-            except UvTimeout:
-                source = "that path" if is_path else "its sdist"
-                said = f"building {requirement} from {source} took over {timeout_s:g}s"
-                return Resolved("unknown", said)
-        if done.returncode != 0:
-            output = done.stderr or done.stdout
-            if any(words in output.lower() for words in _UNREACHED):
-                # (the sdist, or what its build requires, not fetched: no word of its build)
-                return Resolved("unknown", uv_error(output), stopped="unreached")
-            line = build_failure_line(output)
-            return Resolved(
-                "unsatisfiable",
-                f"could not build {requirement} ({_whence(is_path)}: {line})",
-            )
+    if not wheelless:
+        return Resolved("ok")
+    # One venv for all: each install is `--no-deps`, and the venv is thrown away.
+    with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
+        venv = Path(folder) / "venv"
+        try:
+            made = run_uv(["venv", "--quiet", "--python", python, str(venv)], timeout=60, cwd=cwd)
+        except UvTimeout:
+            return Resolved("unknown", "uv venv (to build in) took over 60s")
+        if made.returncode != 0:
+            return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
+        for requirement, is_path in wheelless:
+            failed = _built(requirement, is_path, venv, index, cwd, timeout_s, env)
+            if failed is not None:
+                return failed
     return Resolved("ok", built=tuple(entry for entry, _ in wheelless))
+
+
+def _built(
+    requirement: str,
+    is_path: bool,
+    venv: Path,
+    index: IndexConfig,
+    cwd: Path | None,
+    timeout_s: float,
+    env: dict[str, str],
+) -> Resolved | None:
+    """`requirement` built into `venv` as the venv build builds it (`--no-deps`): None where
+    it built, else what `_sdists_built` answers of it."""
+    try:
+        done = run_uv(
+            ["pip", "install", "--quiet", "--no-deps", requirement,
+             *uv_pip_args(str(venv / "bin" / "python"), index)],
+            timeout=timeout_s, cwd=cwd, env=env,
+        )  # fmt: skip
+    except UvTimeout:
+        source = "that path" if is_path else "its sdist"
+        return Resolved("unknown", f"building {requirement} from {source} took over {timeout_s:g}s")
+    if done.returncode == 0:
+        return None
+    output = done.stderr or done.stdout
+    if any(words in output.lower() for words in _UNREACHED):
+        # (the sdist, or what its build requires, not fetched: no word of its build)
+        return Resolved("unknown", uv_error(output), stopped="unreached")
+    line = build_failure_line(output)
+    return Resolved("unsatisfiable", f"could not build {requirement} ({_whence(is_path)}: {line})")
 
 
 def _whence(is_path: bool) -> str:
@@ -258,8 +272,6 @@ def _no_wheel(
 def index_wait_s() -> int:
     """How long each request of `resolve` waits for the index: INDEX_TIMEOUT_S, or the user's
     UV_HTTP_TIMEOUT where it is shorter (a whole number of seconds, as uv reads it)."""
-    import os
-
     given = os.environ.get("UV_HTTP_TIMEOUT", "")
     if given.isdigit() and 0 < int(given) < INDEX_TIMEOUT_S:
         return int(given)

@@ -148,3 +148,25 @@ def test_a_step_after_the_resolve_past_its_timeout_is_not_the_resolves(
     monkeypatch.setattr(subprocess, "run", ran)
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig(), timeout_s=5.0)
     assert answer == resolving.Resolved("unknown", said)
+
+
+def test_the_builds_share_one_venv(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each distribution with no wheel, and each path entry, got a fresh folder and a fresh
+    # `uv venv`, though every install is `--no-deps` into a venv thrown away (review).
+    no_wheel = "error: Because {}==1.0 has no usable wheels and you require it\n"
+    steps: list[str] = []
+
+    def ran(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        steps.append(argv[1] if argv[1] == "venv" else " ".join(argv[1:3]))
+        if "--only-binary" in argv:  # uv names the first of those left
+            first = str(kwargs["input"]).split("==", 1)[0]
+            return subprocess.CompletedProcess(argv, 1, "", no_wheel.format(first))
+        return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\nother==1.0\n", "")
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    packages = ["halfbuilt==1.0", "other==1.0", "./mypkg"]
+    answer = resolving.resolve("/py/bin/python", packages, IndexConfig())
+    assert answer == resolving.Resolved("ok", built=("halfbuilt==1.0", "other==1.0", "./mypkg"))
+    assert steps.count("venv") == 1, steps
+    assert steps.count("pip install") == 3, steps
