@@ -1304,25 +1304,18 @@ def _program_path(program: str, workdir: Path) -> str | None:
 
 
 def _names_python(argv: Sequence[str], workdir: Path) -> bool:
-    """Whether the command's program (past its variables and wrappers) is Python, a `.py`
-    script or one whose `#!` names Python, or a program that runs anything (a shell, a
+    """Whether the command's program (past its variables and wrappers) runs Python, or may
+    (`runs_python`: Python, a `.py` script, one whose `#!` names Python, a shell, a
     launcher): a Python of it that ran without the engine's sitecustomize (`python -I`,
     `-S`), which records nothing, ran all the same."""
-    from reprospec.core.shellline import SHELLS, shebang
+    from reprospec.core.shellline import runs_python
 
     words = list(argv)
     at = program_start(words)
     if at is None or at >= len(words):
         return True  # no program found past the wrappers: not sure, so Python's
-    program = words[at]
-    name = Path(program).name
-    if is_python(name) or name.endswith((".py", ".pyw")) or name in SHELLS:
-        return True
-    found = _program_path(program, workdir)
-    line = shebang(Path(found), 512) if found else []
-    return bool(line) and (
-        is_python(line[0]) or is_python(line[-1]) or Path(line[-1]).name in SHELLS
-    )
+    found = _program_path(words[at], workdir)
+    return runs_python(words[at], Path(found) if found else None)
 
 
 def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:

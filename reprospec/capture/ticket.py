@@ -32,7 +32,7 @@ from reprospec.core.pysource import UNREADABLE
 from reprospec.core.pythonargs import is_interpreter_file, is_python, python_program
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
-from reprospec.core.shellline import SHELLS, shebang_python
+from reprospec.core.shellline import SHELLS, runs_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -1145,25 +1145,20 @@ def _pythons_native_frame(frame: str) -> bool:
 
 def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str]) -> bool:
     """Whether `command` runs a program that is no Python and runs none by its name: not
-    Python, a `.py` script, a launcher or a shell, srun or mpirun (`_PROGRAMS`, which run
-    anything), a shell script (`run.sh`), or a program here whose `#!` names Python (a
-    `./train` script of the sender's own: `shebang_python`). And only on evidence that it
-    is native: a debugger's stack of it (`native_frames`), or the program here an ELF
-    file. A `./train` that is not here may be the sender's Python script: `$ ./train`, then
-    `Segmentation fault (core dumped)` with no faulthandler, read as native, left the
-    skeleton asking for no Python and no packages (review)."""
+    Python, a `.py` script, a launcher or a shell, srun or mpirun (which run anything), a
+    shell script (`run.sh`), or a program here whose `#!` names Python or a shell (a
+    `./train` script of the sender's own): `runs_python`, capture's rule too. And only
+    on evidence that it is native: a debugger's stack of it (`native_frames`), or the
+    program here an ELF file. A `./train` that is not here may be the sender's Python
+    script: `$ ./train`, then `Segmentation fault (core dumped)` with no faulthandler, read
+    as native, left the skeleton asking for no Python and no packages (review)."""
     words = _words(split_at_operator(command)[0])
     at = _program_at(words)
     if at is None:
         return False
     word = words[at]
-    name = _program_name(word)
-    if is_python(name) or name in _PROGRAMS or name in SHELLS:
-        return False
-    if re.search(r"(?i)\.(?:pyw?|sh)$", word):
-        return False
     path = program_file(word, workdir) if workdir is not None and "/" in word else None
-    if path is not None and shebang_python(path) is not None:
+    if runs_python(word, path):
         return False
     return bool(native_frames) or (path is not None and _is_elf(path))
 

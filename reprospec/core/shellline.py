@@ -128,3 +128,38 @@ def shebang_python(path: Path) -> str | None:
         # `'''exec' '/x/python' "$0" "$@"` splits to ["exec", "/x/python", "$0", "$@"].
         return parts[1] if len(parts) > 1 else None
     return None
+
+
+# The programs that run a program the command names, Python or any (`torchrun train.py`,
+# `pytest`, `uv run x.py`, `srun`, `mpirun`): a command run by one runs Python as far as
+# its reader can tell (capture/ticket.py's `_PROGRAMS`, the launchers a ticket shows).
+LAUNCHERS = frozenset(
+    {"torchrun", "accelerate", "deepspeed", "pytest", "lightning", "uv", "srun", "mpirun"}
+)
+
+
+def runs_python(word: str, path: Path | None) -> bool:
+    """Whether a command's program word (past its variables and wrappers) runs Python, or
+    may: an interpreter (`python3`, `/opt/py/bin/python`, Windows' `python.exe`), a `.py`
+    script, a shell or a shell script (`run.sh`), a launcher (`LAUNCHERS`); or `path`, the
+    word's file where it is here, whose `#!` names Python (`shebang_python`: env's `-S`, uv's
+    trampoline) or a shell. The one answer of capture's (does a `python -I` run's spec keep
+    its python) and a ticket's (is its program native: capture/ticket.py `_runs_native`)."""
+    name = os.path.basename(word)  # noqa: PTH119 (a word, not a path of this machine)
+    if name.lower().endswith(".exe"):
+        name = name[:-4]
+    if is_python(name) or name in SHELLS or name in LAUNCHERS:
+        return True
+    if name.lower().endswith((".py", ".pyw", ".sh")):
+        return True
+    if path is None:
+        return False
+    if shebang_python(path) is not None:
+        return True
+    line = shebang(path, _HEAD_BYTES)
+    if not line:
+        return False
+    names = [os.path.basename(line[0])]  # noqa: PTH119 (the #! line's word)
+    if names[0] == "env":  # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
+        names = [word for word in line[1:] if not word.startswith("-")][:1]
+    return any(name in SHELLS for name in names)

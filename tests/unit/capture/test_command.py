@@ -502,6 +502,18 @@ def test_a_python_console_script_run_by_a_home_path_names_python(
     assert not _names_python(["~/.venv/bin/train"], workdir)
 
 
+def test_a_launcher_or_an_env_s_script_names_python(tmp_path: Path) -> None:
+    # `#!/usr/bin/env -S python3 -u` read as no Python (its last word, `-u`, was asked),
+    # and srun and mpirun (which run anything) as none: a `python -I` run's spec lost its
+    # python, where a ticket's reader counts them as Python's (review).
+    (tmp_path / "t").write_text("#!/usr/bin/env -S python3 -u\nimport sys\n")
+    assert _names_python(["./t"], tmp_path)
+    assert _names_python(["srun", "-n", "2", "./a.out"], tmp_path)
+    assert _names_python(["mpirun", "-np", "2", "./a.out"], tmp_path)
+    (tmp_path / "a.out").write_bytes(b"\x7fELF")
+    assert not _names_python(["./a.out"], tmp_path)
+
+
 def test_a_program_under_an_unknown_users_home_is_read_as_typed(tmp_path: Path) -> None:
     # `~nosuchuser/bin/train`: the shell leaves it as typed; Path.expanduser raised
     # RuntimeError, and `capture -- '~bob/bin/train'` died with a traceback.

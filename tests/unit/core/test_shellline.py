@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from reprospec.core.shellline import runs_a_substitution, skeleton
+from reprospec.core.shellline import runs_a_substitution, runs_python, skeleton
 
 
 @pytest.mark.parametrize(
@@ -32,3 +34,25 @@ def test_a_lines_skeleton(line: str, names: tuple[str, ...], shown: str | None) 
 def test_what_begins_a_substitution() -> None:
     line = "a $(b) `c` $((1+2)) ${d} $e"
     assert [i for i in range(len(line)) if runs_a_substitution(line, i)] == [2, 7, 9, 11]
+
+
+def test_what_runs_python(tmp_path: Path) -> None:
+    # capture's `python -I` reader and a ticket's native one answered apart: env's `-S`
+    # (`#!/usr/bin/env -S python3 -u`) read as no Python, srun and mpirun as no launcher,
+    # a `#!/bin/bash` script as a native program (review).
+    for word in ("python3", "/opt/py/bin/python", "python.exe", "x.py", "run.sh", "bash",
+                 "srun", "mpirun", "torchrun", "/home/u/.venv/bin/pytest", "uv"):  # fmt: skip
+        assert runs_python(word, None), word
+    assert not runs_python("./crash", None)
+    lines = {
+        "#!/usr/bin/env -S python3 -u\n": True,
+        "#!/usr/bin/python3\n": True,
+        "#!/bin/sh\n'''exec' '/very/long/bin/python' \"$0\" \"$@\"\n'''\n": True,
+        "#!/bin/bash -e\n": True,
+        "#!/usr/bin/env -S bash -e\n": True,
+        "#!/usr/bin/perl\n": False,
+        "\x7fELF": False,
+    }
+    for line, expected in lines.items():
+        (tmp_path / "t").write_text(line)
+        assert runs_python("./t", tmp_path / "t") is expected, line
