@@ -59,7 +59,7 @@ import re
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from reprospec.core.pysource import UNREADABLE
 from reprospec.minimize.program import Program
@@ -330,7 +330,7 @@ def changeable(text: str, kind: str) -> list[int]:
     return [i for i, n in enumerate(nodes) if id(n) not in left and _simpler(n) is not None]
 
 
-def reads_its_variable(node: ast.AST) -> bool:
+def reads_its_variable(node: ast.AST) -> TypeGuard[ast.For | ast.AsyncFor]:
     """A `for` whose body reads a name its target binds (`for t in threads: t.join()`).
 
     Replaced by its body, it runs once, on whatever that name held before the loop: an
@@ -356,13 +356,11 @@ def loops_kept(program: Program) -> tuple[str, ...]:
     found: list[str] = []
     for _, text in program.files:
         try:
-            loops = [
-                node
-                for node in ast.walk(ast.parse(text))
-                if reads_its_variable(node) and isinstance(node, (ast.For, ast.AsyncFor))
-            ]
             # ast.walk is breadth-first: a nested loop came before a later top-level one.
-            loops.sort(key=lambda n: (n.lineno, n.col_offset))
+            loops = sorted(
+                (n for n in ast.walk(ast.parse(text)) if reads_its_variable(n)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
             found += [f"for {ast.unparse(n.target)} in {ast.unparse(n.iter)}" for n in loops]
         except UNREADABLE:
             continue
