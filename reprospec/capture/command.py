@@ -1255,10 +1255,11 @@ def chosen_interpreter(
     one the command names by path (`/opt/py/bin/python t.py` becomes `python t.py` run
     with it: the spec holds no path of this machine, and its packages are checked against
     the interpreter that has them), or whose path a script it runs has on its `#!` line (a
-    `pytest` of another environment); else None, the engine's own. Its packages are the
-    ones the spec pins: the engine's were pinned for a command another interpreter ran,
-    and the packages only that one had were left out."""
-    from reprospec.core.shellline import shebang
+    `pytest` of another environment), or that uv's `#!/bin/sh` trampoline execs; else
+    None, the engine's own. Its packages are the ones the spec pins: the engine's were
+    pinned for a command another interpreter ran, and the packages only that one had
+    were left out."""
+    from reprospec.core.shellline import shebang_python
 
     words = list(argv)
     # The program past its variables and wrappers (`timeout 60 /opt/py/bin/python t.py`).
@@ -1274,9 +1275,11 @@ def chosen_interpreter(
         words[at] = "python"
         return tuple(words), _not_ours(str(program_file(program, workdir).absolute()))
     found = _program_path(program, workdir)
-    line = shebang(Path(found), 512) if found else []
-    if line and line[0].startswith("/") and is_python(line[0]):
-        bin_folder = os.path.realpath(Path(line[0]).parent)
+    # Its `#!` line's Python, or the one uv's and distlib's `#!/bin/sh` trampoline execs
+    # (an environment at a long path): the runner's reading of it (`shebang_python`).
+    interpreter = shebang_python(Path(found)) if found else None
+    if interpreter is not None and interpreter.startswith("/"):
+        bin_folder = os.path.realpath(Path(interpreter).parent)
         if (
             found
             and "/" in program
@@ -1291,7 +1294,7 @@ def chosen_interpreter(
             # installed distribution declares (written there by hand) keeps its path
             # (declared_script: the rule a ticket's reader asks too).
             words[at] = Path(program).name
-        return tuple(words), _not_ours(line[0])
+        return tuple(words), _not_ours(interpreter)
     return tuple(words), None
 
 

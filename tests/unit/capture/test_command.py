@@ -86,6 +86,25 @@ def test_a_console_script_beside_its_interpreter_by_a_path_not_normal_is_by_its_
     assert command == ("../venv/bin/mine", "x")
 
 
+def test_a_console_script_of_an_environment_at_a_long_path_pins_its_interpreter(
+    tmp_path: Path,
+) -> None:
+    # uv and distlib write `#!/bin/sh` and a trampoline that execs the interpreter where
+    # its path is too long for a `#!` line: capture read only the `#!` line, so such a
+    # `tool` kept this machine's path and pinned no interpreter (review).
+    venv = tmp_path / ("v" * 120) / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    trampoline = f"#!/bin/sh\n'''exec' '{python}' \"$0\" \"$@\"\n' '''\nimport sys\n"
+    (venv / "bin" / "tool").write_text(trampoline)
+    dist = venv / "lib" / "python3.11" / "site-packages" / "pkg-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[console_scripts]\ntool = pkg:main\n")
+    command, chosen = chosen_interpreter([str(venv / "bin" / "tool"), "x"], None, tmp_path)
+    assert (command, chosen) == (("tool", "x"), str(python))
+
+
 def test_a_console_script_of_debians_system_python_is_by_its_name(tmp_path: Path) -> None:
     # Only `site-packages` was read: apt's `/usr/bin/pip3` and `/usr/bin/pytest`, declared in
     # `/usr/lib/python3/dist-packages`, kept their path in the spec (review).
