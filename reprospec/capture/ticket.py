@@ -29,7 +29,7 @@ from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.pythonargs import is_interpreter_file, is_python, python_program
+from reprospec.core.pythonargs import NO_PROGRAM, is_interpreter_file, is_python, python_program
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
 from reprospec.core.shellline import SHELLS, runs_python
@@ -2687,10 +2687,11 @@ def _prompted_runs(line: str) -> bool:
 
 
 # The tools a prompt runs by a path that set a machine up or look around, never the
-# failing program (`$ /opt/conda/bin/pip install torch`, `$ .venv/bin/uv pip install x`);
-# nvcc and nvidia-smi show the machine (`_shows_machine`).
+# failing program (`$ /opt/conda/bin/pip install torch`, `$ .venv/bin/uv pip install x`:
+# uv that runs nothing, which `runs_something` refuses); nvcc and nvidia-smi show the
+# machine (`_shows_machine`).
 _SETUP_TOOLS = frozenset(
-    {"pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt", "apt-get", "sudo", "git",
+    {"pip", "pip3", "uv", "conda", "mamba", "micromamba", "apt", "apt-get", "git",
      "make", "cmake", "ninja", "ls", "cat", "cd", "cp", "mv", "rm", "mkdir", "echo",
      "export", "source", "which"}
 )  # fmt: skip
@@ -2703,8 +2704,9 @@ _CUDA_INSTALL = re.compile(
     r"/(?:bin|extras|nvvm|samples|libnvvp)/",
     re.IGNORECASE,
 )
-# The words after a program that only ask it about itself (`$ ./tool --version`).
-_ABOUT_ITSELF = frozenset({"--version", "-V", "--help"})
+# The words after a program that only ask it about itself (`$ ./tool --version`, `-h`):
+# the interpreter's (`-h` was a command where `-V` was none).
+_ABOUT_ITSELF = NO_PROGRAM
 
 
 def _runs_a_script(line: str) -> bool:
@@ -2778,7 +2780,16 @@ def runs_something(words: list[str]) -> bool:
     rest = words[at + 1 :] if at is not None else []
     if program == "python":
         return bool(rest) and (rest[0].endswith(".py") or rest[0] in ("-m", "-c", "-u", "-X"))
+    if program in _LAUNCHERS_BY_NAME and rest and rest[0] in _UV_SETUP:
+        return rest[:2] == ["tool", "run"]  # `uv pip install x` runs nothing: setup
     return bool(rest)
+
+
+# uv's commands that set an environment up, which run no program (`uv tool run` does).
+_UV_SETUP = frozenset(
+    {"pip", "venv", "sync", "lock", "add", "remove", "init", "python", "tool", "cache",
+     "self", "tree", "export", "build", "publish", "version"}
+)  # fmt: skip
 
 
 def _words(line: str) -> list[str]:

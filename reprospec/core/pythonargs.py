@@ -49,8 +49,9 @@ LIBRARY_CODE = r"(?:" + INTERPRETER_LIB + r"|/(?:site|dist)-packages/)"
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.
 _VALUED_LONG = frozenset({"--check-hash-based-pycs"})
-# Options after which the interpreter runs no program.
-_NO_PROGRAM = frozenset({"-V", "--version", "-VV", "-h", "--help", "-?"})
+# Options after which the interpreter runs no program, which only ask it about itself (a
+# ticket's `$ build/tool -h` too: capture/ticket.py `_ABOUT_ITSELF`).
+NO_PROGRAM = frozenset({"-V", "--version", "-VV", "-h", "--help", "-?"})
 
 # What the interpreter runs: code given as a word, a module, a script file, its standard
 # input (`python -`, no program word: a heredoc, a pipe, an interactive session), nothing.
@@ -87,7 +88,7 @@ def python_program(args: Sequence[str]) -> PythonProgram:
     while index < len(args):
         word = args[index]
         following = args[index + 1] if index + 1 < len(args) else None
-        if word in _NO_PROGRAM:
+        if word in NO_PROGRAM:
             return PythonProgram("nothing", None, len(args))
         if word == "-":
             return PythonProgram("stdin", None, index + 1)
