@@ -261,37 +261,37 @@ def _threading_started(frame: Frame) -> bool:
 def hung_frames(stack: str | None) -> list[list[Frame]]:
     """The main thread's frames of each process of a stack dump, most recent first, in its
     order (the attempt's root first)."""
-    return [_main_thread(threads) for _, threads, _, _ in _blocks(stack)]
+    return [_main_thread(threads) for _, threads, _, _, _ in _blocks(stack)]
 
 
-_Block = tuple[int, list[tuple[bool, list[Frame]]], str, str]  # pid, threads, command, tags
+_Threads = list[tuple[bool, list[Frame]]]
+# pid, threads (whether current, frames), command, tags, asyncio tasks (whether it awaits
+# a task, frames: each read as a thread's)
+_Block = tuple[int, _Threads, str, str, _Threads]
 
 
-def _blocks(stack: str | None, tasks: bool = False) -> list[_Block]:
-    """Each process of a dump: its threads' frames (`tasks`: its asyncio tasks' instead,
-    each a thread's list of frames, its flag whether the task awaits a task, `_TASK`)."""
+def _blocks(stack: str | None) -> list[_Block]:
+    """Each process of a dump, read in one pass: its threads' frames, and its asyncio
+    tasks' (`_TASK`, after the threads), each a thread's list of frames, its flag whether
+    the task awaits another task."""
     blocks: list[_Block] = []
-    task = False  # the frames read now are a task's
+    into: _Threads = []  # the threads, or the tasks, that the frames read now are of
     for line in (stack or "").splitlines():
         if (header := _HEADER.match(line)) is not None:
-            blocks.append((int(header["pid"]), [], header["cmd"], header["tags"]))
-            task = False
+            blocks.append((int(header["pid"]), [], header["cmd"], header["tags"], []))
+            into = blocks[-1][1]
         elif not blocks:
             continue
         elif (thread := _THREAD.match(line)) is not None:
-            task = False
-            if not tasks:
-                blocks[-1][1].append((thread["current"] is not None, []))
+            into = blocks[-1][1]
+            into.append((thread["current"] is not None, []))
         elif (named := _TASK.match(line)) is not None:
-            task = True
-            if tasks:
-                blocks[-1][1].append((named["awaits"] is not None, []))
-        elif task != tasks:
-            continue
+            into = blocks[-1][4]
+            into.append((named["awaits"] is not None, []))
         elif (frame := _frame(line)) is not None:
-            if not blocks[-1][1]:
-                blocks[-1][1].append((False, []))  # a thread's frames under no thread line
-            blocks[-1][1][-1][1].append(frame)
+            if not into:
+                into.append((False, []))  # a thread's frames under no thread line
+            into[-1][1].append(frame)
     return blocks
 
 
@@ -305,7 +305,7 @@ def hung_processes(
     first, where the dump is read again with no file to read (the report's `unread`)."""
     rank = _ranker(source, first)
     out = []
-    for pid, threads, command, tags in _blocks(stack):
+    for pid, threads, command, tags, tasks in _blocks(stack):
         if NOT_PYTHON in tags:
             out.append(HungProcess(pid, False, False, None, python=False, command=command))
             continue
@@ -329,7 +329,7 @@ def hung_processes(
         polled = awaits = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(t[0] for t in _other_threads(threads, main, string, rank))
-        elif frame is not None and (awaited := _awaited(stack, pid, main, string, rank)):
+        elif frame is not None and (awaited := _awaited(tasks, main, string, rank)):
             # The main thread runs an event loop: the hang sits in its tasks' coroutines,
             # on no thread's stack (`hang in <module>` at `asyncio.run(main())`).
             joined, awaits = tuple(t[0] for t in awaited), True
@@ -371,16 +371,15 @@ def hung_processes(
 
 
 def _awaited(
-    stack: str | None, pid: int, main: list[Frame], string: bool, rank: _Rank
+    tasks: _Threads, main: list[Frame], string: bool, rank: _Rank
 ) -> tuple[_HungThread, ...]:
     """Where a main thread runs an asyncio event loop (`asyncio.run`'s `run_until_complete`
-    among the frames it waits in), the tasks of process `pid` the dump holds that are in the
-    user's code, as a join's threads (`_other_threads`, ranked); else (). A task that awaits
+    among the frames it waits in), its process's `tasks` (`_blocks`) that are in the user's
+    code, as a join's threads (`_other_threads`, ranked); else (). A task that awaits
     another task or a gather (tagged by the dump, `_TASK`) waits for that one: it comes after
     the others of its rank (1, its `await t` line), which may be where the hang sits."""
     if not any(_is(f, _EVENT_LOOP) for f in _waiting(main, string)):
         return ()
-    tasks = next((t for p, t, _, _ in _blocks(stack, tasks=True) if p == pid), [])
     return _other_threads(sorted(tasks, key=lambda t: t[0]), main, string, rank)
 
 
@@ -479,15 +478,15 @@ def hung_threads(stack: str | None, *, source: Source) -> tuple[_HungThread, ...
         return _left_waiting(blocks[0][1], blocks[0][2], rank)
     if process.at_exit:
         # Its wait at exit, read as `hung_processes` read it (the harness's threads left out).
-        threads, command = next((t, c) for pid, t, c, _ in blocks if pid == process.pid)
+        threads, command = next((t, c) for pid, t, c, _, _ in blocks if pid == process.pid)
         return _left_waiting(threads, command, rank)
     if _HARNESS.search(process.frame.path) or any(_HARNESS.search(f.path) for f in process.joined):
         return None
-    threads = next((t for pid, t, _, _ in blocks if pid == process.pid), [])
+    threads, tasks = next(((t, a) for pid, t, _, _, a in blocks if pid == process.pid), ([], []))
     main = _main_thread(threads)
     string = _runs_a_string(main)
     if process.awaits:
-        return _awaited(stack, process.pid, main, string, rank)
+        return _awaited(tasks, main, string, rank)
     if process.joined:
         # The threads `hung_processes` read `joined` from, as it read them.
         return _other_threads(threads, main, string, rank)
