@@ -15,7 +15,6 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
@@ -35,7 +34,7 @@ from reprospec.venvs.build import (
     read_meta_why,
     uploaded_before,
 )
-from reprospec.venvs.staging import LOCKS, TMP, build_lock, folder_size
+from reprospec.venvs.staging import LOCKS, TMP, Leftover, build_lock, folder_size, stamp
 
 # An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be
 # read, is one made for an environment, where a link of another name may be anything the
@@ -91,9 +90,7 @@ class EnvInfo:
             "packages": list(self.packages),
             "size_bytes": self.size_bytes,
             "created": self.created,
-            "last_used": datetime.fromtimestamp(self.last_used, timezone.utc).isoformat(
-                timespec="seconds"
-            ),
+            "last_used": stamp(self.last_used),
             "used_by": list(self.used_by),
             "in_use": self.in_use,
             "sources": list(self.sources),
@@ -333,26 +330,12 @@ def _held(root: Path, key: str) -> bool:
 
 
 @frozen
-class FailedLog:
+class FailedLog(Leftover):
     """A failed build's whole output kept under the environments folder (`FAILED`,
     build.failed_build_log: `slurm`'s preflight on the login node writes one per environment
-    whose build failed). Nothing removed them but a later build of that environment that
-    succeeds: `envs prune` left them to pile up, and `envs list` never said them."""
-
-    key: str
-    path: Path
-    size_bytes: int
-    modified: float  # epoch seconds: when the failed build's output was written
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "key": self.key,
-            "path": str(self.path),
-            "size_bytes": self.size_bytes,
-            "modified": datetime.fromtimestamp(self.modified, timezone.utc).isoformat(
-                timespec="seconds"
-            ),
-        }
+    whose build failed; `modified`: when it was written). Nothing removed them but a later
+    build of that environment that succeeds: `envs prune` left them to pile up, and `envs
+    list` never said them."""
 
 
 def list_failed_logs(root: Path) -> list[FailedLog]:

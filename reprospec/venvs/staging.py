@@ -43,29 +43,41 @@ def folder_size(folder: Path) -> int:
     return total
 
 
+def stamp(epoch: float) -> str:
+    """A time of `envs list --format json` (epoch seconds): UTC, ISO 8601 to the second."""
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+
+
 @frozen
-class Unfinished:
-    """A folder under TMP that is no environment: a build in progress (`building`: its build
-    lock is held, by a run or by the uv a killed run left), else a dead one's, a build whose
-    engine was killed (SIGKILL, the machine's end) or a prune's removal cut short, which
-    `sweep_unfinished` removes."""
+class Leftover:
+    """What the environments folder holds that is no environment, as `envs list` says it:
+    an unfinished build's folder (`Unfinished`), a failed build's log (cache.FailedLog)."""
 
     key: str
     path: Path
     size_bytes: int
-    modified: float  # epoch seconds: the folder's last change
-    building: bool
+    modified: float  # epoch seconds: its last change
 
     def to_dict(self) -> JsonObject:
         return {
             "key": self.key,
             "path": str(self.path),
             "size_bytes": self.size_bytes,
-            "modified": datetime.fromtimestamp(self.modified, timezone.utc).isoformat(
-                timespec="seconds"
-            ),
-            "building": self.building,
+            "modified": stamp(self.modified),
         }
+
+
+@frozen
+class Unfinished(Leftover):
+    """A folder under TMP that is no environment: a build in progress (`building`: its build
+    lock is held, by a run or by the uv a killed run left), else a dead one's, a build whose
+    engine was killed (SIGKILL, the machine's end) or a prune's removal cut short, which
+    `sweep_unfinished` removes."""
+
+    building: bool
+
+    def to_dict(self) -> JsonObject:
+        return {**super().to_dict(), "building": self.building}
 
 
 @contextlib.contextmanager
