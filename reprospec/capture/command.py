@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -162,15 +161,6 @@ class Request:
         return self.typed or self.argv
 
 
-class Uncounted(Enum):
-    """`Observed.common_members` of an outcome seen alone (a log's): no attempts counted."""
-
-    UNCOUNTED = "uncounted"
-
-
-UNCOUNTED = Uncounted.UNCOUNTED
-
-
 @frozen
 class Observed:
     """What the first run showed: the outcome to expect and how often it came."""
@@ -196,9 +186,9 @@ class Observed:
     others: tuple[Observed, ...] = ()
     # An exception group's: the member types every attempt of its failure held (each that
     # agrees with it, `group_agrees`: which of a TaskGroup's tasks failed first is timing's),
-    # empty for a failure that is no group; UNCOUNTED where no attempts were counted (an
-    # Observed made from one outcome, as a log gives it): the outcome's own members stand.
-    common_members: frozenset[str] | Uncounted = UNCOUNTED
+    # empty for a failure that is no group; None where no attempts were counted (an
+    # Observed made from one outcome): group_expectation's rule for a log's one attempt.
+    common_members: frozenset[str] | None = None
 
     @property
     def signature(self) -> str:
@@ -1152,10 +1142,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         )
     message = outcome.message
     # The group's members as `observe` chose them (`_group_members`), and those every
-    # matching attempt held (where none were counted, this outcome's own).
+    # matching attempt held (None where none were counted: its first member, as a log's).
     members = _group_members(outcome)
-    common = observed.common_members
-    held = frozenset(m.type for m in members) if common is UNCOUNTED else common
+    held = observed.common_members
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
         group = group_expectation(outcome.exception, members, held)
