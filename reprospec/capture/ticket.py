@@ -2267,8 +2267,12 @@ def _command(text: str) -> str | None:
             words = _gdb_program(words) or words
             if runs_something(words) and not _shows_machine(shlex.join(words)):
                 quoted.append(shlex.join(words))
+        # The cheap filter first, on every line of a long log: a backslash, which
+        # _unwindowed writes as a slash, is no word character to its `\b` either.
+        if not _MAY_RUN.search(line):
+            continue
         line = _unwindowed(line.strip())
-        if _MAY_RUN.search(line) and runs_something(_words(line)) and not _shows_machine(line):
+        if runs_something(_words(line)) and not _shows_machine(line):
             bare.append(line)
     ran = [*_nearest_before(prompted, failed_at), *_nearest_before(scripts, failed_at)]
     started = [_launched_as(command, quoted) for command in started]
