@@ -7,6 +7,8 @@ open from its first run to its last, so that its runs cost what its attempts cos
 
 - `shared_captures()` (environment/probe.py): its runs share one environment capture;
 - `held_open()` (store/db.py): the store is checkpointed once, as the search ends;
+- `remembered_failures()` (venvs/build.py): a python its spec names that is not here is
+  searched for once (`uv python find`, up to 120 s), not once a probe;
 - `kept_servers` (runners/__init__.py), with `servers=True`: under run.preload (or
   --preload), every run of the search forks from the same servers, one import for the
   whole search. Bisect leaves it out: each version it tries is an interpreter of its own,
@@ -24,6 +26,7 @@ from typing import ParamSpec, TypeVar
 from reprospec.environment.probe import shared_captures
 from reprospec.runners import kept_servers
 from reprospec.store.db import held_open
+from reprospec.venvs.build import remembered_failures
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,7 +40,7 @@ def search_scope(*, servers: bool = True) -> Callable[[Callable[P, R]], Callable
 
         @functools.wraps(search)
         def held(*args: P.args, **kwargs: P.kwargs) -> R:
-            with shared_captures(), held_open():
+            with shared_captures(), held_open(), remembered_failures():
                 return inner(*args, **kwargs)
 
         # What it holds, said on the entry point (a test reads that every search's is held).

@@ -124,9 +124,8 @@ class VenvRunner:
         self._build_lock = threading.Lock()
         self._warned: set[str] = set()
         # A python not found is searched for once a run, by each section's `env_request`
-        # (a `uv python find` of up to 120 s each), until `close`: the last run's failures
-        # are dropped, so that one made since is found (a long-lived process, bisect's next
-        # version).
+        # (a `uv python find` of up to 120 s each), until `close`, and once a search, whose
+        # scope holds them across its probes' runs (`remembered_failures`).
         self._remembered = contextlib.ExitStack()
         self._remembered.enter_context(venvs.remembered_failures())
 

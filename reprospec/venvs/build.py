@@ -244,13 +244,16 @@ _scopes: list[None] = []  # one a `remembered_failures` scope open
 
 @contextlib.contextmanager
 def remembered_failures() -> Iterator[None]:
-    """A scope in which `find_interpreter` keeps each failure: a run's (runners/venv.py
-    `VenvRunner`, so each of bisect's versions too), whose environment sections
-    (`env_request`) each ask, and a doctor's, whose checks ask again: each a `uv python
-    find` of up to 120 s. The failures are dropped as one opens, and as the outermost
-    closes, so that an interpreter made since is found by the next run of a long-lived
-    process."""
-    _failures.clear()
+    """A scope in which `find_interpreter` keeps each failure: a search's (pipeline/
+    searchscope.py, whose every probe is a run of its own), a run's (runners/venv.py
+    `VenvRunner`), whose environment sections (`env_request`) each ask, and a doctor's,
+    whose checks ask again: each a `uv python find` of up to 120 s. The failures are
+    dropped as the outermost opens and closes, so that an interpreter made since is found by
+    the next run or search of a long-lived process; one opened inside another keeps them
+    (each probe's runner dropped them, a search paid a search a probe; a runner built
+    meanwhile, another thread's run, dropped a run's) (review)."""
+    if not _scopes:
+        _failures.clear()
     _scopes.append(None)
     try:
         yield

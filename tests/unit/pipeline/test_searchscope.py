@@ -14,6 +14,7 @@ from reprospec.isolation.driver import isolate_spec
 from reprospec.minimize.driver import minimize_spec
 from reprospec.pipeline.searchscope import search_scope
 from reprospec.store import db
+from reprospec.venvs import build
 
 
 def test_inside_a_search_its_captures_are_shared_and_its_stores_held() -> None:
@@ -23,10 +24,15 @@ def test_inside_a_search_its_captures_are_shared_and_its_stores_held() -> None:
     def search(n: int) -> int:
         probe._SHARED.keep(("key",), {"python": "3"})
         seen.append((db._HELD is not None, probe._SHARED.get(("key",)) is not None))
+        remembering.append(bool(build._scopes))
         return n + 1
 
+    remembering: list[bool] = []
     assert search(1) == 2
     assert seen == [(True, True)]
+    # A python not here is searched for once a search, not once a probe's run (review).
+    assert remembering == [True]
+    assert not build._scopes
     assert db._HELD is None
     assert probe._SHARED.get(("key",)) is None
 

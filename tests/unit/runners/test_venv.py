@@ -129,8 +129,22 @@ def test_a_python_not_here_is_searched_for_once_a_run_not_once_a_section(
     try:
         for _ in range(2):  # two runs
             runner = _runner(tmp_path, say=lambda _line: None)
-            runner.prepare(plans)
-            assert all("timed out" in runner.build_error(plan) for plan in plans)
+            try:
+                runner.prepare(plans)
+                assert all("timed out" in runner.build_error(plan) for plan in plans)
+            finally:
+                runner.close()  # the next run, one scope closed, looks again
         assert searches == ["3.99", "3.99"]
+        # Two runs at once (or a search's probes inside its scope): one search, where the
+        # next runner built dropped the other's failures (review).
+        first = _runner(tmp_path, say=lambda _line: None)
+        second = _runner(tmp_path, say=lambda _line: None)
+        try:
+            first.prepare(plans)
+            second.prepare(plans)
+        finally:
+            first.close()
+            second.close()
+        assert searches == ["3.99"] * 3
     finally:
         build.forget_interpreters()
