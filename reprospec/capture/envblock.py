@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from reprospec.core.frozen import frozen
+from reprospec.core.pythonargs import DRIVE
 from reprospec.core.requirements import normalize
 
 _KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()?-]*?):[ \t]*(?P<value>.*?)\s*$")
@@ -653,7 +654,7 @@ def _editable_row(header: str, more: str | None) -> bool:
     if "Editable" not in header:
         # An older pip's `pip list` gave an editable install's folder after its version,
         # under a header of two columns (`myproj  0.1.0  /home/alice/proj`).
-        return "Location" not in header and re.match(r"(?:/|~|[A-Za-z]:\\)", more) is not None
+        return "Location" not in header and re.match(rf"(?:/|~|{DRIVE}\\)", more) is not None
     return not re.search(r"[/\\](?:site|dist)-packages\b", more.split()[0])
 
 

@@ -25,7 +25,7 @@ from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import undecodable_byte, unescaped_name, without_escapes
-from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
+from reprospec.core.pythonargs import DRIVE, LIBRARY_CODE, is_python, python_program
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
 from reprospec.outcome.children import RANK_PREFIX
@@ -745,7 +745,7 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
 
 
 # An absolute path, POSIX's or Windows' (`C:/proj/mymod.py`, its slashes made forward).
-_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+_ABSOLUTE = re.compile(rf"^(?:/|{DRIVE}/)")
 # Where a library's or the interpreter's module path starts (each match ends in a slash).
 _LIBRARY_CODE = re.compile(LIBRARY_CODE)
 
@@ -762,7 +762,7 @@ def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
     The ticket's title kept the sender's absolute paths, a live one named a package's module
     by its file's name alone (`__init__.py:40`) (review)."""
     # A Windows path's backslashes (not faulthandler's escapes, `w\udc80x.py`).
-    path = file.replace("\\", "/") if re.match(r"[A-Za-z]:\\", file) else file
+    path = file.replace("\\", "/") if re.match(rf"{DRIVE}\\", file) else file
     # After the last library folder: a venv's `lib/python3.10/site-packages/` is two, the
     # second starting at the first's closing slash.
     cut, start = None, 0

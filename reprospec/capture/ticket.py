@@ -29,7 +29,13 @@ from reprospec.capture.timebound import unbound
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pysource import UNREADABLE
-from reprospec.core.pythonargs import NO_PROGRAM, is_interpreter_file, is_python, python_program
+from reprospec.core.pythonargs import (
+    DRIVE,
+    NO_PROGRAM,
+    is_interpreter_file,
+    is_python,
+    python_program,
+)
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
 from reprospec.core.shellline import SHELLS, runs_python
@@ -459,13 +465,10 @@ _PROGRAMS = (
 # A line that names none of them as a word runs none: read before its shell split, which
 # every line of a 100k-line log paid (half of a 42 s capture --from-log).
 _MAY_RUN = re.compile(r"\b(?:" + "|".join(_PROGRAMS) + r")")
-# A Windows drive (`C:`): the one spelling of it, in a prompt, a program's path and a path
-# the command reader wrote with slashes (`C:/Users/me/...`).
-_DRIVE = r"[A-Za-z]:"
 # Windows' prompts, PowerShell's `PS C:\Users\me\proj> python .\train.py` and cmd's
 # `C:\proj>python train.py`: their paths' backslashes are the reader's slashes (shlex took
 # `.\train.py` for `.train.py`).
-_WINDOWS_PROMPT = re.compile(rf"^\s*(?:\(\S+\)\s*)?(?:PS )?{_DRIVE}\\[^>\n]*> *(?P<command>.+)$")
+_WINDOWS_PROMPT = re.compile(rf"^\s*(?:\(\S+\)\s*)?(?:PS )?{DRIVE}\\[^>\n]*> *(?P<command>.+)$")
 # PowerShell's call operator before the program it runs (`& .\venv\Scripts\python.exe`).
 _POWERSHELL_CALL = re.compile(r"^&\s*")
 # A line of a script's trace (`bash -x`, `set -x`): the command the shell ran, after PS4's
@@ -1237,7 +1240,7 @@ _IPYTHON_HEADER = re.compile(
 _IPYTHON_FRAME = re.compile(
     r"^(?:(?P<cell>Cell In\[\d+\]), line (?P<line>\d+)"
     r"|File (?P<file>.+?):(?P<at>\d+))(?:, in (?P<function>[\w<>.]+)\(.*\))?\s*$"
-    r"|^(?P<old>(?:~|/|[A-Za-z]:\\).*?\.pyx?|\S+) in (?P<in>[\w<>.]+)(?:\(.*\))?\s*$"
+    rf"|^(?P<old>(?:~|/|{DRIVE}\\).*?\.pyx?|\S+) in (?P<in>[\w<>.]+)(?:\(.*\))?\s*$"
 )
 
 
@@ -2282,7 +2285,7 @@ def _command(text: str) -> str | None:
 # A line (or a quoted command) that runs a program by a Windows path, on no prompt
 # (`C:\Users\me\.venv\Scripts\torchrun.exe ...`, `.venv\Scripts\python.exe x.py`,
 # `Scripts\torchrun.exe ...`, quoted or not): a backslash after its drive or between names.
-_WINDOWS_PROGRAM = re.compile(rf"""^["']?(?:{_DRIVE}\\|\.{{1,2}}\\|[\w.-]+\\[\w.-])""")
+_WINDOWS_PROGRAM = re.compile(rf"""^["']?(?:{DRIVE}\\|\.{{1,2}}\\|[\w.-]+\\[\w.-])""")
 
 
 def _unwindowed(line: str, *, prompted: bool = False) -> str:
@@ -2704,7 +2707,7 @@ _SETUP_TOOLS = frozenset(
 # crash ticket runs to show its machine: by an install's own folders, since a project's
 # `cuda/` folder (`./cuda/build/gemm_test`) holds the reporter's programs.
 _CUDA_INSTALL = re.compile(
-    rf"^(?:/|~/|{_DRIVE}/)(?:.*/)?(?:cuda|rocm)(?:-[\d.]+)?(?:/v[\d.]+)?"
+    rf"^(?:/|~/|{DRIVE}/)(?:.*/)?(?:cuda|rocm)(?:-[\d.]+)?(?:/v[\d.]+)?"
     r"/(?:bin|extras|nvvm|samples|libnvvp)/",
     re.IGNORECASE,
 )
@@ -2847,7 +2850,7 @@ _SYSTEM_FOLDERS = MACHINE_FOLDERS | {
 }
 # An absolute path: POSIX's, a Windows drive's as the command reader writes it, or one
 # in the sender's home (`~/proj/train.py`, which the reader's shell makes their own home's).
-_ABSOLUTE = re.compile(rf"^(?:/|~/|{_DRIVE}/)")
+_ABSOLUTE = re.compile(rf"^(?:/|~/|{DRIVE}/)")
 # A word that sets a key to a path, the path after its first `=` (an option's, `--data=PATH`,
 # after its last): a Hydra override's (`data.root=PATH`, `+model.ckpt=PATH`), an
 # assignment's (`VAR=PATH`).
@@ -2981,7 +2984,7 @@ def _windows_path(parts: tuple[str, ...]) -> bool:
     path, the sender's, was kept, a `no such file` here). Its names are then compared
     lower-case (`Scripts`, `AppData`), as Windows does. The one rule of what a Windows path
     is, for every reader below."""
-    if re.match(_DRIVE, parts[0]) is not None or parts[-1].lower().endswith(".exe"):
+    if re.match(DRIVE, parts[0]) is not None or parts[-1].lower().endswith(".exe"):
         return True
     return (
         len(parts) > 1

@@ -45,6 +45,9 @@ INTERPRETER_LIB = r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)*t?/"
 # And an installed distribution's (site-packages, Debian's dist-packages): a library's code.
 # One group, so that a pattern written around it (`"^.*" + LIBRARY_CODE`) keeps its meaning.
 LIBRARY_CODE = r"(?:" + INTERPRETER_LIB + r"|/(?:site|dist)-packages/)"
+# A Windows drive (`C:`): the one spelling of it, in a ticket's prompt, a program's path,
+# a path the command reader wrote with slashes (`C:/Users/me/...`) and a stack's file.
+DRIVE = r"[A-Za-z]:"
 # Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.
