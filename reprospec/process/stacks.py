@@ -29,6 +29,8 @@ STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
 
 STACK_WAIT_S = 1.0
+# How long a dump whose threads are written waits for its asyncio tasks (`wait_for_stack_files`).
+TASKS_GRACE_S = 0.2
 PY_SPY_TIMEOUT_S = 0.8
 # A process's stack dump is the child's to write: it is read as its head and tail, and
 # stack.txt holds at most STACKS_TOTAL_BYTES of them (a fork bomb's 300 dumps included).
@@ -192,24 +194,31 @@ def wait_for_stack_files(
     """Wait (at most STACK_WAIT_S) until each pid's `stack-PID.txt` is written out.
 
     `pause` passes the time: a plain sleep, or a step of the output pump so a
-    child blocked on a full pipe can still write its dump.
+    child blocked on a full pipe can still write its dump. A dump whose asyncio tasks
+    never come (a Python handler's, which runs at the main thread's next bytecode: never
+    while it is blocked in native code, a CUDA sync or an NCCL collective) is read without
+    them TASKS_GRACE_S after its threads stopped growing, not at the deadline: such a
+    hang, the kind diagnosed, paid the whole STACK_WAIT_S (review).
     """
     pending = list(pids)
     sizes: dict[int, int] = {}
+    stable_since: dict[int, float] = {}  # when a pid's dump last stopped growing
     done: set[int] = set()
     deadline = time.monotonic() + STACK_WAIT_S
     while len(done) < len(pending) and time.monotonic() < deadline:
         pause(0.02)
+        now = time.monotonic()
         for pid in pending:
-            size = capped.size(stack_dir / f"stack-{pid}.txt")
+            path = stack_dir / f"stack-{pid}.txt"
+            size = capped.size(path)
             # Non-empty and unchanged since the last look: faulthandler has finished writing,
-            # and the tasks' handler, where one dumps them.
-            if (
-                size
-                and size == sizes.get(pid)
-                and not _tasks_pending(stack_dir / f"stack-{pid}.txt")
-            ):
-                done.add(pid)
+            # and the tasks' handler, where one dumps them (or its grace has passed).
+            if size and size == sizes.get(pid):
+                since = stable_since.setdefault(pid, now)
+                if not _tasks_pending(path) or now - since >= TASKS_GRACE_S:
+                    done.add(pid)
+            else:
+                stable_since.pop(pid, None)
             sizes[pid] = size
 
 

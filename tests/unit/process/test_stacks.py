@@ -3,6 +3,7 @@ multiprocessing's Popen) are left out, in faulthandler's words and in py-spy's."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,10 @@ import pytest
 from reprospec.outcome.hangsource import on_disk
 from reprospec.outcome.hungstacks import hung_processes
 from reprospec.process.stacks import (
+    STACK_WAIT_S,
     TASKS_END,
     TASKS_FOLLOW,
+    TASKS_GRACE_S,
     keep_program_raised,
     listing,
     read_stack_dump,
@@ -237,3 +240,17 @@ def test_an_asyncio_processs_dump_is_waited_for_until_its_tasks_end(tmp_path: Pa
     wait_for_stack_files(tmp_path, [7], pause)
     assert len(looks) in (7, 8), looks
     assert read_stack_dump(dump) == threads + task
+
+
+def test_a_dump_whose_tasks_never_come_is_read_after_a_grace_not_the_deadline(
+    tmp_path: Path,
+) -> None:
+    # The main thread blocked in native code (a CUDA sync) never runs the tasks' handler:
+    # the wait ran to STACK_WAIT_S though the threads were written (review).
+    threads = 'Current thread 0x1 (most recent call first):\n  File "m.py", line 3 in main\n'
+    (tmp_path / "stack-7.txt").write_text(TASKS_FOLLOW + threads)
+    started = time.monotonic()
+    wait_for_stack_files(tmp_path, [7])
+    took = time.monotonic() - started
+    assert TASKS_GRACE_S <= took < STACK_WAIT_S - 0.3, took
+    assert read_stack_dump(tmp_path / "stack-7.txt") == threads
