@@ -307,8 +307,9 @@ def execute(
             total: int,
         ) -> None:
             if event == "attempt" and result is not None:
-                # Its row is committed before its line is said (`_Keeper.said`: `flush`).
-                keeper.said(result)
+                # Its row is committed before its line is said: whatever the store holds,
+                # since another job's commit may have taken or left this attempt's row.
+                keeper.flush()
             if progress is not None:
                 progress(event, cell, result, finished, total)
 
@@ -607,14 +608,6 @@ class _Keeper:
             return
         with self._lock:
             self.stored += 1
-
-    def said(self, result: AttemptResult) -> None:
-        """`result` is about to be said: its row is committed first (`flush`), whoever's
-        commit cleared what it held. An early return for an attempt another thread's commit
-        had cleared from a list of the keeper's said a short one held in between (-j)
-        uncommitted (review). What the progress callback calls, so its test drives it."""
-        del result  # any attempt's line: the store's list says what is held
-        self.flush()
 
     def flush(self) -> None:
         """Commit the attempts recorded so far: before one is said, with every one written
