@@ -25,7 +25,14 @@ from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import undecodable_byte, unescaped_name, without_escapes
-from reprospec.core.pythonargs import DRIVE, LIBRARY_CODE, is_python, python_program
+from reprospec.core.pythonargs import (
+    ABSOLUTE_PATH,
+    DRIVE,
+    LIBRARY_CODE,
+    LIBRARY_CODE_RE,
+    is_python,
+    python_program,
+)
 from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult, bare_type
 from reprospec.outcome.children import RANK_PREFIX
@@ -744,12 +751,6 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
     return None
 
 
-# An absolute path, POSIX's or Windows' (`C:/proj/mymod.py`, its slashes made forward).
-_ABSOLUTE = re.compile(rf"^(?:/|{DRIVE}/)")
-# Where a library's or the interpreter's module path starts (each match ends in a slash).
-_LIBRARY_CODE = re.compile(LIBRARY_CODE)
-
-
 def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
     """How a hang's title names the module it was importing, a live capture's
     (`hung_import`) and a ticket's (capture/fromlog.py) alike: a library's or the
@@ -766,11 +767,11 @@ def imported_module(file: str, line: int | None, workdir: Path | None) -> str:
     # After the last library folder: a venv's `lib/python3.10/site-packages/` is two, the
     # second starting at the first's closing slash.
     cut, start = None, 0
-    while (found := _LIBRARY_CODE.search(path, start)) is not None:
+    while (found := LIBRARY_CODE_RE.search(path, start)) is not None:
         cut, start = found.end(), found.end() - 1
     if cut is not None:
         shown = path[cut:]
-    elif _ABSOLUTE.match(path):
+    elif ABSOLUTE_PATH.match(path):
         # A package's init by its package (`mypkg/__init__.py`), not `__init__.py` alone.
         parts = path.rsplit("/", 2)
         package = parts[-1] == "__init__.py" and len(parts) > 2 and parts[-2] != ""

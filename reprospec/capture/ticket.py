@@ -30,6 +30,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.logtext import without_escapes
 from reprospec.core.pysource import UNREADABLE
 from reprospec.core.pythonargs import (
+    ABSOLUTE_PATH,
     DRIVE,
     NO_PROGRAM,
     is_interpreter_file,
@@ -2848,9 +2849,6 @@ _SYSTEM_FOLDERS = MACHINE_FOLDERS | {
     "program files (x86)",
     "programdata",
 }
-# An absolute path: POSIX's, a Windows drive's as the command reader writes it, or one
-# in the sender's home (`~/proj/train.py`, which the reader's shell makes their own home's).
-_ABSOLUTE = re.compile(rf"^(?:/|~/|{DRIVE}/)")
 # A word that sets a key to a path, the path after its first `=` (an option's, `--data=PATH`,
 # after its last): a Hydra override's (`data.root=PATH`, `+model.ckpt=PATH`), an
 # assignment's (`VAR=PATH`).
@@ -2895,7 +2893,7 @@ def _senders_paths(
             and _windows_path(parts)
             and (
                 parts[1].lower() in _SYSTEM_FOLDERS or "appdata" in map(str.lower, parts)
-                if _ABSOLUTE.match(path)
+                if ABSOLUTE_PATH.match(path)
                 else not _exists(workdir / path)
             )
             and (name := _environments_script(parts))
@@ -2908,7 +2906,7 @@ def _senders_paths(
             named.append((path, name))
             changed.append((index, "", name))
             continue
-        if not _ABSOLUTE.match(path) or len(parts) < (2 if home else 3):
+        if not ABSOLUTE_PATH.match(path) or len(parts) < (2 if home else 3):
             continue
         if not home and parts[1].lower() in _SYSTEM_FOLDERS:
             continue

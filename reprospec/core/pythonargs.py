@@ -45,9 +45,14 @@ INTERPRETER_LIB = r"/lib(?:64)?/(?:python|pypy)\d+(?:\.\d+)*t?/"
 # And an installed distribution's (site-packages, Debian's dist-packages): a library's code.
 # One group, so that a pattern written around it (`"^.*" + LIBRARY_CODE`) keeps its meaning.
 LIBRARY_CODE = r"(?:" + INTERPRETER_LIB + r"|/(?:site|dist)-packages/)"
+# It compiled, once for every module that searches a path for it alone.
+LIBRARY_CODE_RE = Lazy(LIBRARY_CODE)
 # A Windows drive (`C:`): the one spelling of it, in a ticket's prompt, a program's path,
 # a path the command reader wrote with slashes (`C:/Users/me/...`) and a stack's file.
 DRIVE = r"[A-Za-z]:"
+# An absolute path: POSIX's, a Windows drive's as the command reader writes it (slashes),
+# or one in the sender's home (`~/proj/train.py`, which a reader's shell makes its own).
+ABSOLUTE_PATH = Lazy(rf"^(?:/|~/|{DRIVE}/)")
 # Short options whose value is the rest of the word or the next one (`-W ignore`, `-Xdev`).
 _VALUED = frozenset("WX")
 # Long options whose value is the next word.
@@ -120,6 +125,7 @@ def python_program(args: Sequence[str]) -> PythonProgram:
 __all__ = [
     "INTERPRETER_LIB",
     "LIBRARY_CODE",
+    "LIBRARY_CODE_RE",
     "ProgramKind",
     "PythonProgram",
     "is_interpreter_file",

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from reprospec.core.frozen import frozen
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import unescaped_name
-from reprospec.core.pythonargs import LIBRARY_CODE, is_python, python_program
+from reprospec.core.pythonargs import LIBRARY_CODE_RE, is_python, python_program
 from reprospec.core.results import PythonFrame as Frame
 from reprospec.core.words import (
     LEFT_THE_TREE,
@@ -74,8 +74,6 @@ _ASYNC_WAITS = (
 _ASYNC_TIMED = ("asyncio/tasks.py", "wait_for")
 _FAULTHANDLER_FRAME = Lazy(r'^\s+File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>.+)$')
 _PY_SPY_FRAME = Lazy(r"^\s+(?P<function>\S.*?) \((?P<path>[^()]+):(?P<line>\d+)\)$")
-# The interpreter's own files and the installed packages': not the user's code.
-_LIBRARY = re.compile(LIBRARY_CODE)
 # reprospec's own frames in a program's stacks (the stackdump sitecustomize wraps
 # multiprocessing's Popen; the preload fork server runs the program's main): never the
 # user's code, nor where a hang sits.
@@ -180,7 +178,7 @@ def _is_user(frame: Frame, command_string: bool = False) -> bool:
         return command_string
     return (
         not frame.path.startswith("<")
-        and not _LIBRARY.search(frame.path)
+        and not LIBRARY_CODE_RE.search(frame.path)
         and not _OURS.search(frame.path)
     )
 
