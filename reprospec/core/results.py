@@ -58,6 +58,7 @@ class Execution:
     stderr_path: Path
     events_path: Path
     stack_path: Path | None = None
+    # The harness's env.json (a workload's attempt), where it wrote one; None for a command.
     env_path: Path | None = None
     gpu_slot: tuple[str, ...] = ()
     infra_error: str | None = None

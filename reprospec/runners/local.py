@@ -687,7 +687,9 @@ class LocalRunner:
             started=result.started,
             finished=result.finished,
             stack_path=result.stack_path,
-            env_path=_written(log_dir, "env.json"),
+            # Only the harness writes env.json (a workload plan): a command's attempt is not
+            # stat'ed for it (~11 us each), and a file a command wrote there is its own.
+            env_path=_written(log_dir, "env.json") if plan.workload is not None else None,
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
@@ -796,7 +798,7 @@ class LocalRunner:
 
 def _written(folder: Path, name: str) -> Path | None:
     """`folder/name` where it is a file with something in it, else None (one stat, on a str:
-    every attempt asks for the harness's env.json, which a command never writes)."""
+    every workload's attempt asks for the harness's env.json)."""
     try:
         info = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118
     except OSError:

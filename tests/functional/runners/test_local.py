@@ -221,6 +221,16 @@ def test_workload_runs_the_harness_with_cell_json(
     assert ex.env_path == tmp_path / "logs" / "env.json"
 
 
+def test_a_commands_env_json_is_its_own(runner: LocalRunner, tmp_path: Path) -> None:
+    # Only the harness's env.json (a workload's) is the engine's: a command that writes a file
+    # at REPROSPEC_ENV_JSON writes its own, and its attempt is not stat'ed for one.
+    code = "import os; open(os.environ['REPROSPEC_ENV_JSON'], 'w').write('{}')"
+    ex = runner.run(make_plan([PY, "-c", code]), tmp_path)
+    assert ex.returncode == 0
+    assert (tmp_path / "env.json").read_text() == "{}"
+    assert ex.env_path is None
+
+
 def test_markers_from_output(runner: LocalRunner, tmp_path: Path) -> None:
     markers = (
         Marker(pattern=r"\[PreSegmenter\] Running (?P<phase>\w+)"),
