@@ -234,26 +234,28 @@ def oneshot(rounds: int, tmp: Path, before: Path) -> None:
 # `python -c SPLIT_CPU ARGS`: SELF_CPU that writes user and system seconds apart, then the
 # CPU of the engine's children it reaped (each attempt's root: the starter and `true`; the
 # environment capture's child, once a run, which the pairs' difference takes out), then the
-# watchdog's (process/watchdog.py, one per engine, told of every attempt): still running
-# as the engine exits, so no getrusage counts it; read from its /proc stat (clock ticks),
-# 0 where the checkout has no watchdog_pid or none was started.
-SPLIT_CPU = SELF_CPU.replace(
-    "str(u.ru_utime + u.ru_stime)",
-    "f'{u.ru_utime} {u.ru_stime} ' + str(sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))"
-    " + ' ' + str(_watchdog_cpu())",
-).replace(
-    "atexit.register(_cpu)\n",
+# watchdog's user and system (process/watchdog.py, one per engine, told of every attempt):
+# still running as the engine exits, so no getrusage counts it; read from its /proc stat
+# (clock ticks), 0 where the checkout has no watchdog_pid or none was started.
+_WATCHDOG_CPU = (
     "def _watchdog_cpu():\n"
     "    try:\n"
     "        from reprospec.process.leftovers import watchdog_pid\n"
-    "        pid = watchdog_pid()\n"
-    "        with open(f'/proc/{pid}/stat') as f:\n"
+    "        with open(f'/proc/{watchdog_pid()}/stat') as f:\n"
     "            fields = f.read().rsplit(')', 1)[1].split()\n"
     "    except Exception:\n"
-    "        return 0.0\n"
-    "    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')\n"
-    "atexit.register(_cpu)\n",
+    "        return '0 0'\n"
+    "    tick = os.sysconf('SC_CLK_TCK')\n"
+    "    return f'{int(fields[11]) / tick} {int(fields[12]) / tick}'\n"
 )
+SPLIT_CPU = SELF_CPU.replace("def _cpu():", _WATCHDOG_CPU + "def _cpu():", 1).replace(
+    "str(u.ru_utime + u.ru_stime)",
+    "f'{u.ru_utime} {u.ru_stime} ' + str(sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]))"
+    " + ' ' + _watchdog_cpu()",
+)
+# Both replacements took (SELF_CPU reworded would leave the watchdog out, or call it undefined).
+assert "def _watchdog_cpu" in SPLIT_CPU
+assert "+ _watchdog_cpu()" in SPLIT_CPU
 
 
 def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> None:
@@ -273,8 +275,8 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
     record = tmp / "engine-cpu.txt"
 
     def cpu(root: Path, repeat: int) -> tuple[float, float, float]:
-        """User and system CPU seconds of the engine of one run (its watchdog's counted as
-        system: a process of the engine, told of every attempt), and its children's."""
+        """User and system CPU seconds of the engine of one run (its watchdog's with them: a
+        process of the engine, told of every attempt), and its children's."""
         # A folder per checkout (_outs): one's migrated store, another refuses.
         out = tmp / f"out-{repeat}-{[r for _, r in checkouts].index(root)}"
         argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
@@ -283,8 +285,12 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
             [PY, "-c", SPLIT_CPU, *argv], cwd=tmp, env=env, check=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        user, system, children, watchdog = record.read_text().split()
-        return float(user), float(system) + float(watchdog), float(children)
+        user, system, children, watchdog_user, watchdog_system = record.read_text().split()
+        return (
+            float(user) + float(watchdog_user),
+            float(system) + float(watchdog_system),
+            float(children),
+        )
 
     for _, root in checkouts:  # warm cache, bytecode
         cpu(root, 1)
