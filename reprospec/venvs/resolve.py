@@ -117,7 +117,12 @@ def resolve(
         return Resolved("unknown", f"uv could not be run ({exc})")
     if done.returncode == 0:
         pinned = _pinned(done.stdout)
-        return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
+        try:
+            return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
+        except EnvBuildError as exc:  # (uv removed since; a step's own timeout is its own)
+            return Resolved("unknown", str(exc))
+        except OSError as exc:  # (a fork refused, /tmp full at the build's folder)
+            return Resolved("unknown", f"uv could not be run ({exc})")
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = any(words in lowered for words in _UNREACHED)

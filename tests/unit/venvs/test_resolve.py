@@ -170,3 +170,25 @@ def test_the_builds_share_one_venv(monkeypatch: pytest.MonkeyPatch) -> None:
     assert answer == resolving.Resolved("ok", built=("halfbuilt==1.0", "other==1.0", "./mypkg"))
     assert steps.count("venv") == 1, steps
     assert steps.count("pip install") == 3, steps
+
+
+@pytest.mark.parametrize("failing_step", ["--only-binary", "venv", "install"])
+def test_a_step_after_the_resolve_that_cannot_start_is_unknown(
+    monkeypatch: pytest.MonkeyPatch, failing_step: str
+) -> None:
+    # The resolve answered; then a step of the sdists' build could not be started (ENOMEM
+    # on fork): the OSError escaped `resolve`, and doctor died of a traceback (review).
+    no_wheel = "error: Because halfbuilt==1.0 has no usable wheels and you require it\n"
+
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        if failing_step in argv:
+            raise OSError(12, "Cannot allocate memory")
+        if "--only-binary" in argv:
+            return subprocess.CompletedProcess(argv, 1, "", no_wheel)
+        return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
+
+    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
+    monkeypatch.setattr(subprocess, "run", ran)
+    answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
+    assert answer.state == "unknown", answer
+    assert "Cannot allocate memory" in answer.said, answer
