@@ -1306,8 +1306,12 @@ def _names_python(argv: Sequence[str], workdir: Path) -> bool:
     at = program_start(words)
     if at is None or at >= len(words):
         return True  # no program found past the wrappers: not sure, so Python's
-    found = _program_path(words[at], workdir)
-    return runs_python(words[at], Path(found) if found else None)
+
+    def file_of(word: str) -> Path | None:
+        found = _program_path(word, workdir)
+        return Path(found) if found else None
+
+    return runs_python(words[at], file_of(words[at]), words[at + 1 :], file_of)
 
 
 def _elsewhere(run_dir: Path, attempts: Sequence[AttemptResult]) -> Path | None:

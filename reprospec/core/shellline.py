@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from reprospec.core.lazyre import Lazy
@@ -136,18 +136,38 @@ def shebang_python(path: Path) -> str | None:
 LAUNCHERS = frozenset(
     {"torchrun", "accelerate", "deepspeed", "pytest", "lightning", "uv", "srun", "mpirun"}
 )
+# The launchers that run any program, Python or not: the program they run answers.
+_RUN_ANY = frozenset({"srun", "mpirun"})
 
 
-def runs_python(word: str, path: Path | None) -> bool:
+def _no_file(word: str) -> Path | None:
+    del word
+    return None
+
+
+def runs_python(
+    word: str,
+    path: Path | None,
+    rest: Sequence[str] = (),
+    file_of: Callable[[str], Path | None] = _no_file,
+) -> bool:
     """Whether a command's program word (past its variables and wrappers) runs Python, or
     may: an interpreter (`python3`, `/opt/py/bin/python`, Windows' `python.exe`), a `.py`
     script, a shell or a shell script (`run.sh`), a launcher (`LAUNCHERS`); or `path`, the
     word's file where it is here, whose `#!` names Python (`shebang_python`: env's `-S`, uv's
-    trampoline) or a shell. The one answer of capture's (does a `python -I` run's spec keep
-    its python) and a ticket's (is its program native: capture/ticket.py `_runs_native`)."""
+    trampoline) or a shell. srun and mpirun run any program: the words after them (`rest`,
+    each one's file here by `file_of`) answer, Python where one does or none is a file here
+    (`mpirun -np 2 ./a.out`, an ELF `a.out`, runs no Python). The one answer of capture's
+    (does a `python -I` run's spec keep its python) and a ticket's (is its program native:
+    capture/ticket.py `_runs_native`)."""
     name = os.path.basename(word)  # noqa: PTH119 (a word, not a path of this machine)
     if name.lower().endswith(".exe"):
         name = name[:-4]
+    if name in _RUN_ANY:
+        programs = [(w, file_of(w)) for w in rest if not w.startswith("-")]
+        if any(runs_python(w, found) for w, found in programs):
+            return True
+        return not any(found is not None and found.is_file() for _, found in programs)
     if is_python(name) or name in SHELLS or name in LAUNCHERS:
         return True
     if name.lower().endswith((".py", ".pyw", ".sh")):

@@ -533,10 +533,15 @@ def test_a_launcher_or_an_env_s_script_names_python(tmp_path: Path) -> None:
     # python, where a ticket's reader counts them as Python's (review).
     (tmp_path / "t").write_text("#!/usr/bin/env -S python3 -u\nimport sys\n")
     assert _names_python(["./t"], tmp_path)
-    assert _names_python(["srun", "-n", "2", "./a.out"], tmp_path)
+    assert _names_python(["srun", "-n", "2", "./a.out"], tmp_path)  # not here: may be
     assert _names_python(["mpirun", "-np", "2", "./a.out"], tmp_path)
     (tmp_path / "a.out").write_bytes(b"\x7fELF")
     assert not _names_python(["./a.out"], tmp_path)
+    # srun and mpirun run any program: a native one's crash pinned the engine's Python.
+    assert not _names_python(["mpirun", "-np", "2", "./a.out"], tmp_path)
+    assert not _names_python(["srun", "./a.out"], tmp_path)
+    assert _names_python(["srun", "-n", "2", "python3", "t.py"], tmp_path)
+    assert _names_python(["mpirun", "-np", "2", "./t"], tmp_path)
 
 
 def test_a_program_under_an_unknown_users_home_is_read_as_typed(tmp_path: Path) -> None:
