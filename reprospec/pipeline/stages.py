@@ -306,10 +306,7 @@ def execute(
             finished: int,
             total: int,
         ) -> None:
-            if event == "attempt" and result is not None:
-                # Its row is committed before its line is said: whatever the store holds,
-                # since another job's commit may have taken or left this attempt's row.
-                keeper.flush()
+            keeper.before_line(event, result)
             if progress is not None:
                 progress(event, cell, result, finished, total)
 
@@ -608,6 +605,14 @@ class _Keeper:
             return
         with self._lock:
             self.stored += 1
+
+    def before_line(self, event: ProgressEvent, result: AttemptResult | None) -> None:
+        """A progress line is about to be said: an attempt's row is committed first
+        (`flush`), whatever the store holds, since another job's commit may have taken or
+        left this attempt's row. The progress callback's one step before its line, which
+        test_keeper drives: an early return here said a held row uncommitted (-j)."""
+        if event == "attempt" and result is not None:
+            self.flush()
 
     def flush(self) -> None:
         """Commit the attempts recorded so far: before one is said, with every one written

@@ -48,6 +48,6 @@ def test_a_short_attempt_held_while_a_long_one_commits_is_committed_before_it_is
     store.between.append(lambda: keeper.record(plan_a, short))
     keeper.record(plan_b, long)
     assert store.held == ["a"]
-    keeper.flush()  # before A's line is said: what execute's progress callback calls
+    keeper.before_line("attempt", short)  # what execute's progress callback calls first
     assert store.committed == ["b", "a"]
     assert keeper.stored == 2
