@@ -129,15 +129,23 @@ def execute(
     # The spec carries the overrides it was loaded with: those are the ones that ran.
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
+    # Closed as anything fails before the run's `with opened` below (whose end closes it):
+    # it holds the process's remembered failures (venvs.remembered_failures), and a runner
+    # left open kept "python 3.12 not found" for every later run of this process.
     try:
         runner.prepare(plan.attempts)
     except InterruptedBeforeRun:
+        runner.close()
         raise
     except KeyboardInterrupt as exc:
+        runner.close()
         # Stopped before the run is in the store (below): nothing of it is, so `run` says
         # so, where its 130 read as `--resume RUN` would finish a run that was never stored.
         out = options.out
         raise InterruptedBeforeRun(resume.run_id if resume else None, out) from exc
+    except BaseException:
+        runner.close()
+        raise
     # Opened before a new run's folder is made: a store that cannot be used (damaged, on a
     # full disk) refused the run after it had left a folder of an engine.json alone, which
     # `latest` then named, so `report latest` and `run --resume latest` said "no run"
@@ -145,7 +153,11 @@ def execute(
     # The store, and the run folder this engine holds (`RunFolder.hold`): released at the
     # run's end, or as anything before it fails (a resume refused by `reap`).
     opened = contextlib.ExitStack()
-    store = opened.enter_context(Store(options.out))
+    try:
+        store = opened.enter_context(Store(options.out))
+    except BaseException:
+        runner.close()
+        raise
     # The store's key, read at its first use and kept: the program's files, the spec's
     # secret variables and the capture's are digested under it (store/digests.py).
     key = RunKey(options.out)
@@ -230,6 +242,7 @@ def execute(
         before = folder.resumed_parts() if resume is not None else ()
     except BaseException:
         opened.close()
+        runner.close()
         raise
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:
