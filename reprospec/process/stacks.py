@@ -29,7 +29,8 @@ STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
 
 STACK_WAIT_S = 1.0
-# How long a dump whose threads are written waits for its asyncio tasks (`wait_for_stack_files`).
+# How long a dump whose threads are written waits for its asyncio tasks (`wait_for_stack_files`)
+# where its main thread is not waiting in the event loop's selector (`_loop_idle`).
 TASKS_GRACE_S = 0.2
 PY_SPY_TIMEOUT_S = 0.8
 # A process's stack dump is the child's to write: it is read as its head and tail, and
@@ -188,6 +189,31 @@ def _tasks_pending(path: Path) -> bool:
         return False
 
 
+# The innermost frame of a thread waiting in its event loop's selector, in faulthandler's
+# words: `selectors.py ... in select`, or `_run_once` where the select is native.
+_LOOP_WAIT_FRAME = re.compile(
+    r'^\s+File "[^"]*selectors\.py", line \d+ in select$'
+    r'|^\s+File "[^"]*base_events\.py", line \d+ in _run_once$'
+)
+_LOOP_HEAD_BYTES = 64 << 10
+
+
+def _loop_idle(path: Path) -> bool:
+    """Whether the dump at `path` shows its current thread (the main thread, the one a
+    process-directed signal interrupts first) waiting in its event loop's selector: the
+    usual asyncio hang, whose tasks' handler does run, only late on a loaded machine."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_LOOP_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    lines = head.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("Current thread ")), None)
+    if at is None or at + 1 >= len(lines):
+        return False
+    return _LOOP_WAIT_FRAME.match(lines[at + 1]) is not None
+
+
 def wait_for_stack_files(
     stack_dir: Path, pids: Iterable[int], pause: Callable[[float], object] = time.sleep
 ) -> None:
@@ -198,7 +224,10 @@ def wait_for_stack_files(
     never come (a Python handler's, which runs at the main thread's next bytecode: never
     while it is blocked in native code, a CUDA sync or an NCCL collective) is read without
     them TASKS_GRACE_S after its threads stopped growing, not at the deadline: such a
-    hang, the kind diagnosed, paid the whole STACK_WAIT_S (review).
+    hang, the kind diagnosed, paid the whole STACK_WAIT_S (review). Not one whose main
+    thread waits in the loop's selector (`_loop_idle`, the usual asyncio deadlock): its
+    handler runs, late under load, and a dump read without its tasks titled the hang at
+    `asyncio.run(main())`, so attempts of one hang differed; it waits to the deadline.
     """
     pending = list(pids)
     sizes: dict[int, int] = {}
@@ -215,7 +244,9 @@ def wait_for_stack_files(
             # and the tasks' handler, where one dumps them (or its grace has passed).
             if size and size == sizes.get(pid):
                 since = stable_since.setdefault(pid, now)
-                if not _tasks_pending(path) or now - since >= TASKS_GRACE_S:
+                if not _tasks_pending(path) or (
+                    now - since >= TASKS_GRACE_S and not _loop_idle(path)
+                ):
                     done.add(pid)
             else:
                 stable_since.pop(pid, None)

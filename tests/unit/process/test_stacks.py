@@ -254,3 +254,30 @@ def test_a_dump_whose_tasks_never_come_is_read_after_a_grace_not_the_deadline(
     took = time.monotonic() - started
     assert TASKS_GRACE_S <= took < STACK_WAIT_S - 0.3, took
     assert read_stack_dump(tmp_path / "stack-7.txt") == threads
+
+
+def test_a_dump_whose_main_thread_waits_in_the_loop_s_selector_waits_for_its_tasks(
+    tmp_path: Path,
+) -> None:
+    # An idle event loop's handler does run, late under load: the grace read its dump
+    # without the tasks, and one hang's attempts were titled apart (review).
+    dump = tmp_path / "stack-7.txt"
+    threads = (
+        "Current thread 0x1 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/selectors.py", line 468 in select\n'
+        '  File "/usr/lib/python3.11/asyncio/base_events.py", line 1898 in _run_once\n'
+    )
+    dump.write_text(TASKS_FOLLOW + threads)
+    task = '\nTask Task-2 (most recent call first):\n  File "m.py", line 9 in w\n'
+    started = time.monotonic()
+    written: list[bool] = []
+
+    def pause(seconds: float) -> None:
+        time.sleep(seconds)
+        if not written and time.monotonic() - started > TASKS_GRACE_S + 0.2:
+            written.append(True)  # the handler runs at last, past the grace
+            with dump.open("a") as file:
+                file.write(task + "\n" + TASKS_END)
+
+    wait_for_stack_files(tmp_path, [7], pause)
+    assert read_stack_dump(dump) == threads + task
