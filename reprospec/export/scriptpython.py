@@ -39,7 +39,7 @@ from reprospec.plan.shellwords import (
     script_operand,
     shell_script,
 )
-from reprospec.plan.wrappers import program_start
+from reprospec.plan.wrappers import program_file, program_start
 
 # The characters of the shell's operators, newline among them (see _commands): a run of
 # them (`;\n`, `&&`, `|`) ends one command, bar a redirection's `<` and `>`.
@@ -175,7 +175,7 @@ class _Reader:
         elif _at_run_time(word):
             self.unsure = f"runs a Python file named at run time (`python {word}`)"
         else:
-            path = self.workdir / Path(word).expanduser()
+            path = program_file(word, self.workdir)
             if path.suffix != ".py" or not self.carries(path):
                 # A carried file is read as Python only by its .py (`runner_packages`).
                 self.unsure = f"runs {word}, which the bundle does not carry as Python"
@@ -200,7 +200,7 @@ class _Reader:
         """A script file it runs (`bash other.sh`, `source env.sh`): read where carried."""
         if word is None:
             return  # `bash` alone, `bash -s`: its input; no Python of it is in sight
-        path = self.workdir / Path(word).expanduser()
+        path = program_file(word, self.workdir)
         if _at_run_time(word) or not self.carries(path):
             self.unsure = f"runs {word}, a script the bundle does not carry"
         elif depth < _NESTED and self.scripts:

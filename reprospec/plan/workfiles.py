@@ -37,7 +37,7 @@ from reprospec.plan.shellwords import (
     shell_words,
     without_written,
 )
-from reprospec.plan.wrappers import wrapped
+from reprospec.plan.wrappers import program_file, wrapped
 
 # A workdir may be a checkout: stop following imports after this many files.
 MAX_FILES = 200
@@ -365,7 +365,7 @@ def _place_outside(word: str, workdir: Path) -> Path | None:
     if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
         return None
     try:
-        place = Path(os.path.normpath(workdir / Path(word).expanduser()))
+        place = Path(os.path.normpath(program_file(word, workdir)))
         if not place.is_file() or _inside(place, workdir):
             return None
     except (OSError, RuntimeError, ValueError):
@@ -506,7 +506,7 @@ def file_in(word: str, workdir: Path) -> Path | None:
     if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
         return None
     try:
-        path = (workdir / Path(word).expanduser()).resolve()
+        path = program_file(word, workdir).resolve()
         return path if path.is_file() and _inside(path, workdir) else None
     except (OSError, RuntimeError, ValueError):
         return None

@@ -248,7 +248,9 @@ def program_file(word: str, workdir: Path) -> Path:
     workdir, a `~` expanded as the shell did. A `~user` the shell cannot expand (no such
     user, no home) stays as typed, as the shell leaves it: `Path.expanduser` raised there,
     and `capture -- '~bob/bin/train'` died with a traceback (review). The one rule capture's
-    interpreter and the ticket reader's native program share."""
+    interpreter, the ticket reader's native program, a bundle's reading of a command's
+    Python and script (export/scriptpython) and the workdir's files a word names
+    (plan/workfiles) share."""
     return workdir / os.path.expanduser(word)  # noqa: PTH111 (Path.expanduser raises)
 
 

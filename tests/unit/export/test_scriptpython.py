@@ -57,3 +57,14 @@ def test_a_lines_program_is_read_past_its_wrappers(tmp_path: Path) -> None:
     assert said == ScriptPython()
     wrapped = _read(tmp_path / "wrapped", "timeout 5 env -i torchrun app.py\n", "app.py")
     assert wrapped == ScriptPython(modules=frozenset({"torch"}))
+
+
+def test_a_tilde_user_with_no_home_is_a_word_not_a_traceback(tmp_path: Path) -> None:
+    # `Path.expanduser` raised on a `~user` with no home ("Could not determine home
+    # directory"), and a bundle of such a command died of it: the shell leaves the word as
+    # typed, as program_file does (review).
+    from reprospec.export.scriptpython import command_python
+
+    for argv in (["python", "~nosuchuser-zz/x.py"], ["bash", "~nosuchuser-zz/run.sh"]):
+        read = command_python(argv, tmp_path, [])
+        assert "~nosuchuser-zz" in (read.unsure or ""), read

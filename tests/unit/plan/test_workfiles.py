@@ -251,3 +251,14 @@ def test_a_cd_out_of_the_workdir_carries_what_a_relative_path_out_of_it_does(
         plan = plan_run(reprospec.load_spec(spec), RunOptions()).attempts[0]
         assert carried_files(plan) == expected
         assert named_files(plan) == ()
+
+
+def test_a_tilde_user_with_no_home_names_the_workdirs_file(tmp_path: Path) -> None:
+    # The shell leaves a `~user` with no home as typed, a folder of the workdir by that
+    # name; `Path.expanduser` raised there, and the word named no file (review).
+    from reprospec.plan.workfiles import file_in
+
+    script = tmp_path / "~nosuchuser-zz" / "x.py"
+    script.parent.mkdir()
+    script.write_text("print(1)\n")
+    assert file_in("~nosuchuser-zz/x.py", tmp_path) == script.resolve()
