@@ -8,7 +8,8 @@ open from its first run to its last, so that its runs cost what its attempts cos
 - `shared_captures()` (environment/probe.py): its runs share one environment capture;
 - `held_open()` (store/db.py): the store is checkpointed once, as the search ends;
 - `remembered_failures()` (venvs/build.py): a python its spec names that is not here is
-  searched for once (`uv python find`, up to 120 s), not once a probe;
+  searched for once (`uv python find`, up to 120 s), not once a probe (a timeout of it is
+  kept for the one run it came in);
 - `kept_servers` (runners/__init__.py), with `servers=True`: under run.preload (or
   --preload), every run of the search forks from the same servers, one import for the
   whole search. Bisect leaves it out: each version it tries is an interpreter of its own,

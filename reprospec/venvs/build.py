@@ -224,22 +224,27 @@ def own_interpreter_path() -> str:
 def find_interpreter(request: str | None = None) -> Interpreter:
     """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
     among the interpreters on this machine), or None for reprospec's own interpreter.
-    A found one is kept for the process (`_looked_up`). A failure, a `UvTimeout` too, is
-    kept while a `remembered_failures` scope is open (a run's, a doctor's); outside one, each
-    call looks again."""
-    remembering = bool(_scopes)
-    if remembering and request in _failures:
-        raise _failures[request].with_traceback(None)
+    A found one is kept for the process (`_looked_up`). A failure is kept while a
+    `remembered_failures` scope is open (a search's, a run's, a doctor's); outside one, each
+    call looks again. A `UvTimeout` is kept only in the innermost scope it came in (a run's,
+    a doctor's): not here is stable across a search, a timeout (uv's cache lock held by a
+    parallel build, a slow filesystem) is not, and one made every later probe of a search
+    of hours an infra error (review)."""
+    if _scopes and request in _failures:
+        kept, scope = _failures[request]
+        if not isinstance(kept, UvTimeout) or scope is _scopes[-1]:
+            raise kept.with_traceback(None)
     try:
         return _looked_up(request)
     except EnvBuildError as exc:
-        if remembering:
-            _failures[request] = exc
+        if _scopes:
+            _failures[request] = (exc, _scopes[-1])
         raise
 
 
-_failures: dict[str | None, EnvBuildError] = {}  # find_interpreter's, where remembered
-_scopes: list[None] = []  # one a `remembered_failures` scope open
+# find_interpreter's, where remembered: each with the innermost scope open when it came.
+_failures: dict[str | None, tuple[EnvBuildError, object]] = {}
+_scopes: list[object] = []  # one a `remembered_failures` scope open, innermost last
 
 
 @contextlib.contextmanager
@@ -254,7 +259,7 @@ def remembered_failures() -> Iterator[None]:
     meanwhile, another thread's run, dropped a run's) (review)."""
     if not _scopes:
         _failures.clear()
-    _scopes.append(None)
+    _scopes.append(object())
     try:
         yield
     finally:

@@ -510,10 +510,18 @@ def test_a_run_looks_again_for_an_interpreter_not_found_and_doctor_keeps_the_fai
             with pytest.raises(EnvBuildError):  # still kept in the outer scope
                 find_interpreter("3.99")
             assert searches.count("3.99") == 1
+            # A timeout is kept only in the scope it came in: one probe's run (a scope in
+            # a search's) waits once, the next probe's run looks again (review).
+            for run in range(2):
+                with build.remembered_failures():
+                    for _ in range(2):
+                        with pytest.raises(UvTimeout):
+                            find_interpreter("timeout")
+                    assert searches.count("timeout") == 2 + run
         for _ in range(2):  # outside a scope: neither read nor kept
             with pytest.raises(UvTimeout):
                 find_interpreter("timeout")
-        assert searches.count("timeout") == 3
+        assert searches.count("timeout") == 5
         # A failure kept in a scope closed is not read by a call after it (bisect's
         # `_changed`, with no runner), nor by the next scope (review).
         with pytest.raises(EnvBuildError):
