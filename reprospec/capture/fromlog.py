@@ -58,7 +58,6 @@ from reprospec.core.requirements import normalize
 from reprospec.core.results import bare_type
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.core.words import guessed_from_pytest, plural
-from reprospec.environment.packages import requirements_naming
 from reprospec.outcome.pytestreport import is_pytest, pytest_verbose
 from reprospec.outcome.tracebacks import headline
 from reprospec.spec.todo import senders_paths_item
@@ -271,7 +270,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if (
         ticket.command_guessed
         and ticket.xdist_crash is not None
-        and not requirements_naming(machine.requirements, "pytest-xdist")
+        and machine.package("pytest-xdist") is None
     ):
         # The guess runs the test under pytest-xdist (`-n 1`), which the log's machine
         # lists no version of: without it, pytest fails with `unrecognized arguments: -n`.
