@@ -60,6 +60,10 @@ class Execution:
     stack_path: Path | None = None
     # The harness's env.json (a workload's attempt), where it wrote one; None for a command.
     env_path: Path | None = None
+    # The names in `log_dir` once the attempt was over and the runner had written what it
+    # writes there, where the runner listed it (process/run.py): Evidence.read does not list
+    # it again. None: not listed (the docker runner, an instance), and Evidence lists it.
+    names: frozenset[str] | None = None
     gpu_slot: tuple[str, ...] = ()
     infra_error: str | None = None
     interrupted: bool = False

@@ -343,9 +343,10 @@ class Evidence:
             stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
         # One listing of the attempt's folder: what a silent attempt lacks (its logs, made at
         # their first byte; native stacks) is not opened to be found missing, and the GPU
-        # findings look for their dumps in it. Every process of the attempt is gone.
+        # findings look for their dumps in it. Every process of the attempt is gone. The
+        # runner's own listing where it took one (process/run.py, after it wrote there).
         folder = execution.log_dir
-        names = _names(folder)
+        names = execution.names if execution.names is not None else _names(folder)
         # Read once, bounded; each summary takes its own pass over the bytes in memory.
         events = _events_window(execution.events_path)
         stderr = _read_listed(execution.stderr_path, folder, names)

@@ -28,6 +28,7 @@ from reprospec import native as native_stacks
 from reprospec.core.frozen import frozen
 from reprospec.core.words import plural, process_limit_reached
 from reprospec.process import leftovers, pidlimit, stacks, tree
+from reprospec.process.childprotocol import RAISED
 from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
 from reprospec.process.progress import ProgressWatch
@@ -83,6 +84,10 @@ class ProcessResult:
     # The attempt's pids cgroup refused a fork or a thread: the warning's words (also a
     # warning), for the classifier to name in a failure's detail.
     process_limit: str | None = None
+    # The names in `stack_dir` once the attempt is over and the engine wrote what it writes
+    # there (the program's RAISED kept, the dumps removed, native stacks written); None
+    # where it could not be listed. One listing an attempt, for Evidence.read.
+    names: frozenset[str] | None = None
 
 
 class AttemptLost(OSError):
@@ -549,9 +554,14 @@ def run_process(
                 pipe.close()
         # Every process is gone: the program's record of the exception it died of is whole.
         listed = stacks.listing(stack_dir)
+        # What the folder holds after the two below (its logs, made at their first byte,
+        # are there already): Evidence.read's listing, where it was its third this attempt.
+        folder_names: frozenset[str] | None = None
         if listed is not None:
-            stacks.keep_program_raised(argv, proc.pid, stack_dir, listed)
-            stacks.remove_stack_dumps(stack_dir, listed)
+            kept = stacks.keep_program_raised(argv, proc.pid, stack_dir, listed)
+            folder_names = stacks.remove_stack_dumps(stack_dir, listed)
+            if folder_names is not None and (kept or RAISED in folder_names):
+                folder_names = folder_names | {RAISED} if kept else folder_names - {RAISED}
         _close_sinks(stdout, stderr)
     child_exits = (*reaped, *child_exits)
     descendants = True if others or child_exits else root_waited
@@ -577,6 +587,8 @@ def run_process(
         )
         if found is not None:
             native_path = native_stacks.write(found, native.out_dir)
+            if folder_names is not None and native.out_dir == stack_dir:
+                folder_names = folder_names | {native_stacks.JSON_NAME, native_stacks.TEXT_NAME}
             if found.unavailable and native_stacks.say_once(found.unavailable):
                 warnings.append(found.unavailable)
     return ProcessResult(
@@ -595,4 +607,5 @@ def run_process(
         descendants=descendants,
         program_died=program_died,
         process_limit=process_limit,
+        names=folder_names,
     )

@@ -353,21 +353,28 @@ def _left_the_tree(alive: Mapping[int, ProcInfo], root_pid: int | None) -> set[i
     return left
 
 
-def remove_stack_dumps(folder: Path, names: frozenset[str] | None = None) -> None:
+def remove_stack_dumps(folder: Path, names: frozenset[str] | None = None) -> frozenset[str] | None:
     """Remove the per-process dumps of an attempt from its folder: each Python process's
     `stack-PID.txt` (empty unless it was asked), `ended-PID.txt` (run.py read it) and
     `raised-PID.txt` (`keep_program_raised` kept the program's), and py-spy's
     `py-spy-PID.txt`. stack.txt holds what they said; the logs and the rest of the
-    folder stay. `names`: the folder's listing (`listing`), where the caller has one."""
+    folder stay. `names`: the folder's listing (`listing`), where the caller has one.
+
+    The names left (`names` less the dumps), for the readers after it (run.py hands them
+    to `Evidence.read`, which then does not list the folder again); None where the folder
+    could not be listed."""
     if names is None:
         names = listing(folder)
         if names is None:
-            return
+            return None
+    removed = []
     for name in names:
         kind, dash, pid = name.removesuffix(".txt").rpartition("-")
         if dash and kind in ("stack", "py-spy", "ended", "raised") and pid.isdigit():
+            removed.append(name)
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))  # noqa: PTH108, PTH118 (per attempt)
+    return names.difference(removed) if removed else names
 
 
 def listing(folder: Path) -> frozenset[str] | None:
@@ -391,8 +398,9 @@ def keep_program_raised(
     root_pid: int | None,
     folder: Path,
     names: frozenset[str] | None = None,
-) -> None:
-    """Keep the program's record of how its main thread ended as RAISED.
+) -> bool:
+    """Keep the program's record of how its main thread ended as RAISED; whether one was
+    kept (RAISED is then in the folder, and an earlier one never is).
 
     Every Python process of an attempt writes `raised-PID.txt` (its parent's pid, then the
     traceback of the uncaught exception its main thread died of, or, at exit, nothing more:
@@ -416,12 +424,12 @@ def keep_program_raised(
     if names is None:
         names = listing(folder)
         if names is None:
-            return
+            return False
     if RAISED in names:
         with contextlib.suppress(OSError):
             (folder / RAISED).unlink()  # an earlier attempt's in this folder is not this one's
     if root_pid is None:
-        return
+        return False
     own = f"{_RAISED_PREFIX}{root_pid}.txt"
     chosen: Path | None = folder / own if own in names else None
     if chosen is None and shell_of_one_program(argv):
@@ -434,6 +442,10 @@ def keep_program_raised(
                     if int(head) == root_pid:
                         children.append(path)
         chosen = children[0] if len(children) == 1 else None
-    if chosen is not None:
-        with contextlib.suppress(OSError):
-            chosen.rename(folder / RAISED)
+    if chosen is None:
+        return False
+    try:
+        chosen.rename(folder / RAISED)
+    except OSError:
+        return False
+    return True

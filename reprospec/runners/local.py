@@ -674,7 +674,11 @@ class LocalRunner:
             refused_program = programs.refused_reason(log_dir)
         if refused_program is not None:
             return infra(refused_program, warnings)
+        # The folder's names as the attempt left it, for Evidence.read (one listing).
+        names = result.names
         if plan.environment.debug.cuda_coredump is not None:
+            # cuda-gdb's files are written here, after the listing: Evidence lists again.
+            names = None
             # Every process is gone: the GPU core the driver wrote is complete.
             said = cudagdb.read_core(log_dir)
             if said is not None:
@@ -703,6 +707,7 @@ class LocalRunner:
             perturbed=applied.notes,
             ended_at=result.ended_at,
             unchosen_python=_ran_unchosen(plan.argv, self.unchosen),
+            names=names,
             **base,
         )
 

@@ -231,6 +231,28 @@ def test_a_commands_env_json_is_its_own(runner: LocalRunner, tmp_path: Path) -> 
     assert ex.env_path is None
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["true"],
+        [PY, "-c", "raise ValueError('boom')"],
+        [PY, "-c", "import sys; sys.stderr.write('said'); print('out')"],
+        ["sh", "-c", f"{PY} -c 'raise KeyError(1)'; echo $?"],
+    ],
+)
+def test_the_runners_listing_is_what_the_attempt_left(
+    runner: LocalRunner, tmp_path: Path, argv: list[str]
+) -> None:
+    # Evidence.read takes the runner's listing of the folder for its own (one listing an
+    # attempt): it must name every file there once the runner is done, the program's kept
+    # record (raised.txt) among them and no dump it removed, and read as a fresh listing does.
+    # An earlier attempt's raised.txt in the folder is removed, and not listed.
+    (tmp_path / "raised.txt").write_text("1\n")
+    ex = runner.run(make_plan(argv), tmp_path)
+    assert ex.names == frozenset(os.listdir(tmp_path))
+    assert Evidence.read(ex) == Evidence.read(replace(ex, names=None))
+
+
 def test_markers_from_output(runner: LocalRunner, tmp_path: Path) -> None:
     markers = (
         Marker(pattern=r"\[PreSegmenter\] Running (?P<phase>\w+)"),
@@ -283,6 +305,7 @@ def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path)
     assert "deep_hang" in stack
     assert "other_thread_wait" in stack
     assert not list((last.folder / "logs").glob("stack-*.txt"))
+    assert ex.names == frozenset(os.listdir(last.folder / "logs"))
     assert not psutil.pid_exists(int(ready.read_text()))
 
 
