@@ -2788,8 +2788,10 @@ def runs_something(words: list[str]) -> bool:
     rest = words[at + 1 :] if at is not None else []
     if program == "python":
         return bool(rest) and (rest[0].endswith(".py") or rest[0] in ("-m", "-c", "-u", "-X"))
-    if program in _LAUNCHERS_BY_NAME and rest and rest[0] in _UV_SETUP:
-        return rest[:2] == ["tool", "run"]  # `uv pip install x` runs nothing: setup
+    if program in _LAUNCHERS_BY_NAME:
+        command = _uv_command(rest)  # `uv -q pip install x`: its global options read past
+        if command and command[0] in _UV_SETUP:
+            return command[:2] == ["tool", "run"]  # `uv pip install x` runs nothing: setup
     return bool(rest)
 
 
@@ -2798,6 +2800,21 @@ _UV_SETUP = frozenset(
     {"pip", "venv", "sync", "lock", "add", "remove", "init", "python", "tool", "cache",
      "self", "tree", "export", "build", "publish", "version"}
 )  # fmt: skip
+# uv's global options that take the next word as their value (`uv --project . sync`).
+_UV_VALUED = frozenset(
+    {"--project", "--directory", "--cache-dir", "--python", "-p", "--config-file", "--color",
+     "--allow-insecure-host"}
+)  # fmt: skip
+
+
+def _uv_command(rest: list[str]) -> list[str]:
+    """uv's words from its subcommand on, past the global options before it (`-q`,
+    `--no-cache`, `--project DIR`): `$ uv -q pip install torch` was a command that ran
+    something, the ticket's where no other prompt ran one (review)."""
+    at = 0
+    while at < len(rest) and rest[at].startswith("-"):
+        at += 2 if rest[at] in _UV_VALUED else 1
+    return rest[at:]
 
 
 def _words(line: str) -> list[str]:

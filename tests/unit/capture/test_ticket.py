@@ -4531,6 +4531,10 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "/usr/bin/nvidia-smi",
         "/opt/conda/bin/uv pip install x",
         ".venv/bin/uv pip install x",
+        "uv -q pip install torch",  # uv's global options before its setup (review)
+        "uv --no-cache sync",
+        "uv --project . sync",
+        "uv --directory proj --cache-dir /tmp/c pip install x",
         "build/crash -h",
         "build/crash --version",
         "build/crash -V",
