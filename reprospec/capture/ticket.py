@@ -39,7 +39,7 @@ from reprospec.core.pythonargs import (
 )
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
-from reprospec.core.shellline import SHELLS, runs_python
+from reprospec.core.shellline import LAUNCHERS, RUNS_ANY, SHELLS, program_name, runs_python
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -448,21 +448,13 @@ _GTEST_RUN = re.compile(r"^\[ RUN +\] (?P<test>\S+)")
 _GTEST_FAILED = re.compile(r"^\[ +FAILED +\] (?P<test>[\w./]+)")
 # A command the reporter ran: `$ python train.py ...`, `(env) user@host:~$ torchrun ...`.
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[^$#]*)?)?[$#>] +(?P<command>.+)$")
-# The console scripts Python environments install that no project ships in its own `bin`
-# (review), and the launchers that are programs of their own, no environment's (uv, which
-# its installers put in a `bin` of their own: `~/.cargo/bin/uv`).
-_LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "pytest", "lightning")
-_LAUNCHERS_BY_NAME = ("uv",)
-_PROGRAMS = (
-    "python",
-    "python3",
-    *_LAUNCHERS,
-    *_LAUNCHERS_BY_NAME,
-    "bash",
-    "sh",
-    "srun",
-    "mpirun",
-)
+# The programs a ticket's command runs: Python, the launchers (core/shellline.py
+# `LAUNCHERS`, the one list: the console scripts Python environments install that no project
+# ships in its own `bin`, srun and mpirun) and the shells. Of the launchers, those that are
+# programs of their own, no environment's (uv, which its installers put in a `bin` of their
+# own: `~/.cargo/bin/uv`).
+_LAUNCHERS_BY_NAME = LAUNCHERS & {"uv"}
+_PROGRAMS = ("python", "python3", *sorted(LAUNCHERS), "bash", "sh")
 # A line that names none of them as a word runs none: read before its shell split, which
 # every line of a 100k-line log paid (half of a 42 s capture --from-log).
 _MAY_RUN = re.compile(r"\b(?:" + "|".join(_PROGRAMS) + r")")
@@ -2681,7 +2673,7 @@ def _shows_machine(command: str) -> bool:
     if args and all(arg in _ABOUT_ITSELF for arg in args):
         return True
     word = words[at]
-    return _program_name(word) == "nvcc" or (
+    return program_name(word) == "nvcc" or (
         _CUDA_INSTALL.match(word) is not None and not _runs_theirs(args)
     )
 
@@ -2734,7 +2726,7 @@ def _runs_a_script(line: str) -> bool:
     word = words[at]
     if word.endswith(".sh"):
         return True
-    if "/" not in word or word.endswith("/") or _program_name(word) in _SETUP_TOOLS:
+    if "/" not in word or word.endswith("/") or program_name(word) in _SETUP_TOOLS:
         return False
     if (word.startswith("/") and in_machine_folders(Path(word))) or _CUDA_INSTALL.match(word):
         return _runs_theirs(words[at + 1 :])  # `$ /usr/bin/valgrind ./build/crash`
@@ -2831,14 +2823,8 @@ def _program(words: list[str]) -> str:
     index = _program_at(words)
     if index is None:
         return ""
-    name = _program_name(words[index])
+    name = program_name(words[index])
     return "python" if is_python(name) else name
-
-
-def _program_name(word: str) -> str:
-    """The name a program's word (a path or a name) is run by: its last part, without
-    Windows' `.exe` (`...\\Scripts\\torchrun.exe` as `torchrun`)."""
-    return re.sub(r"(?i)\.exe$", "", word.rsplit("/", 1)[-1])
 
 
 def _program_at(words: list[str]) -> int | None:
@@ -2985,10 +2971,10 @@ _ENVIRONMENT_NAMED = re.compile(
 # ... or the folder holding it (`miniconda3/envs/t`, `~/.virtualenvs/t`, `~/venvs/t`), pyenv's
 # `~/.pyenv/versions/3.11.4` (a project's `versions/v1` is none).
 _ENVIRONMENTS_FOLDERS = frozenset({"envs", ".virtualenvs", "virtualenvs", "venvs", ".venvs"})
-# The launchers (`_LAUNCHERS`, `_LAUNCHERS_BY_NAME`): each is written by its name wherever
+# The launchers (`LAUNCHERS`) but srun and mpirun: each is written by its name wherever
 # it stands. A shell, srun or mpirun in a `bin` is a build of them
 # (`~/openmpi-4.1/bin/mpirun`), not an environment's.
-_BY_NAME_ANYWHERE = frozenset((*_LAUNCHERS, *_LAUNCHERS_BY_NAME))
+_BY_NAME_ANYWHERE = LAUNCHERS - RUNS_ANY
 
 
 def _windows_path(parts: tuple[str, ...]) -> bool:
@@ -3005,7 +2991,7 @@ def _windows_path(parts: tuple[str, ...]) -> bool:
         len(parts) > 1
         and parts[-2].lower() == "scripts"
         and parts[0] not in ("/", "~")
-        and _program_name(parts[-1]) in _BY_NAME_ANYWHERE
+        and program_name(parts[-1]) in _BY_NAME_ANYWHERE
     )
 
 
@@ -3026,7 +3012,7 @@ def _environments_script(parts: tuple[str, ...]) -> str | None:
     folder = parts[-2].lower() if windows else parts[-2]
     if folder != "bin" and not (windows and folder == "scripts"):
         return None
-    name = _program_name(parts[-1])
+    name = program_name(parts[-1])
     if name in _BY_NAME_ANYWHERE:
         # By its name wherever it stands, here too: uv's installer's `~/.local/bin/uv` and
         # `~/.cargo/bin/uv`, and pipx's `~/.local/bin/pytest`, hold no environment's marks,

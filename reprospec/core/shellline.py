@@ -137,7 +137,14 @@ LAUNCHERS = frozenset(
     {"torchrun", "accelerate", "deepspeed", "pytest", "lightning", "uv", "srun", "mpirun"}
 )
 # The launchers that run any program, Python or not: the program they run answers.
-_RUN_ANY = frozenset({"srun", "mpirun"})
+RUNS_ANY = frozenset({"srun", "mpirun"})
+
+
+def program_name(word: str) -> str:
+    """The name a program's word (a path or a name) is run by: its last part, without
+    Windows' `.exe` (`.../Scripts/torchrun.exe` as `torchrun`, `python.exe` as `python`)."""
+    name = word.rsplit("/", 1)[-1]
+    return name[:-4] if name.lower().endswith(".exe") else name
 
 
 def _no_file(word: str) -> Path | None:
@@ -160,10 +167,8 @@ def runs_python(
     (`mpirun -np 2 ./a.out`, an ELF `a.out`, runs no Python). The one answer of capture's
     (does a `python -I` run's spec keep its python) and a ticket's (is its program native:
     capture/ticket.py `_runs_native`)."""
-    name = os.path.basename(word)  # noqa: PTH119 (a word, not a path of this machine)
-    if name.lower().endswith(".exe"):
-        name = name[:-4]
-    if name in _RUN_ANY:
+    name = program_name(word)
+    if name in RUNS_ANY:
         programs = [(w, file_of(w)) for w in rest if not w.startswith("-")]
         if any(runs_python(w, found) for w, found in programs):
             return True
