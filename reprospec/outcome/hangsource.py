@@ -164,6 +164,57 @@ def loop_at(frame: Frame, *, source: Source) -> tuple[str, ...]:
     return tuple(code for line in body if (code := _without_comment(line).strip()))
 
 
+def under_timeout(frame: Frame, *, source: Source) -> bool:
+    """Whether a frame's line is in the body of a `with` (or `async with`) of a timeout
+    in its own function, as `source` has it: `async with asyncio.timeout(1): await
+    ev.wait()`, which leaves no frame of its own in a task's stack (`asyncio.timeout`,
+    `timeout_at`, async_timeout's `timeout`, anyio's `fail_after` and `move_on_after`).
+    False where the text cannot be read or parsed."""
+    text = source(frame.path) if frame.line >= 1 else None
+    if not text:
+        return False
+    parsed = _timeout_blocks(text)
+    if parsed is None:
+        return False
+    blocks, scopes = parsed
+    scope = max((first for first, last in scopes if first < frame.line <= last), default=0)
+    return any(scope < first < frame.line <= last for first, last in blocks)
+
+
+# The calls a timeout's `with` names (its last dotted part).
+_TIMEOUTS = frozenset(
+    {"timeout", "timeout_at", "fail_after", "fail_at", "move_on_after", "move_on_at"}
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _timeout_blocks(text: str) -> tuple[_Spans, _Spans] | None:
+    """A file's `with` statements of a timeout (`_TIMEOUTS`) and its scopes, each from its
+    first line to its last; None where `ast` cannot parse it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    blocks: list[tuple[int, int]] = []
+    scopes: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            isinstance(call := item.context_expr, ast.Call) and _called_name(call) in _TIMEOUTS
+            for item in node.items
+        ):
+            blocks.append((node.lineno, node.end_lineno or node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            scopes.append((node.lineno, node.end_lineno or node.lineno))
+    return tuple(blocks), tuple(scopes)
+
+
+def _called_name(call: ast.Call) -> str:
+    """The name a call calls by (`asyncio.timeout(1)`'s `timeout`), "" where none."""
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return call.func.id if isinstance(call.func, ast.Name) else ""
+
+
 def _loop_by_indent(lines: tuple[str, ...], number: int) -> list[str]:
     """`loop_at`'s loop of line `number` where the text cannot be parsed: the innermost
     `while` or `for` line above it (within `_LOOP_REACH` lines, less indented; the line

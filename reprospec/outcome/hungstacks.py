@@ -48,6 +48,7 @@ from reprospec.outcome.hangsource import (
     code_at,
     in_file,
     loop_at,
+    under_timeout,
     unread,
     waits_for_a_thread,
 )
@@ -66,7 +67,11 @@ _EVENT_LOOP = ("asyncio/base_events.py", ("run_forever", "run_until_complete"))
 # A task's sleep: it wakes, as a thread's `time.sleep` does (`_stuck_rank`).
 _ASYNC_SLEEP = ("asyncio/tasks.py", "sleep")
 # A task's wait for another task's act, for good: an asyncio Event's, Lock's, Condition's,
-# Semaphore's or Queue's (`_stuck_rank` 0, as a thread's lock), unless under a `wait_for`.
+# Semaphore's or Queue's (`_stuck_rank` 0, as a thread's lock), unless under a `wait_for`
+# (3.12's, whose frame is the task's) or in the body of a timeout's `async with` at the
+# task's own line (`asyncio.timeout(1)`, which leaves no frame: hangsource's
+# `under_timeout`). Not seen: a timeout's `with` in an outer coroutine of the task, and
+# 3.11's `wait_for`, which awaits the wait in a task of its own.
 _ASYNC_WAITS = (
     ("asyncio/locks.py", ("wait", "acquire", "wait_for")),
     ("asyncio/queues.py", ("get", "put", "join")),
@@ -601,8 +606,10 @@ def _stuck_rank(thread: _HungThread, *, source: Source) -> int:
             return 2  # an asyncio task's heartbeat: `await asyncio.sleep(0.5)` in its loop
         if any(_is(waiting[0], w) for w in _ASYNC_WAITS):
             # A task's `await ev.wait()`, `async with lock`, `await q.get()`: for good,
-            # unless given a timeout (`asyncio.wait_for(ev.wait(), 1)`).
-            return 1 if any(_is(f, _ASYNC_TIMED) for f in waiting) else 0
+            # unless given a timeout (`asyncio.wait_for(ev.wait(), 1)`, or in `async with
+            # asyncio.timeout(1):` at its line).
+            timed = any(_is(f, _ASYNC_TIMED) for f in waiting)
+            return 1 if timed or under_timeout(frame, source=source) else 0
         if not waits_for_a_thread(waiting[0]):
             return 1
         if not _timed(frame, waiting, source):

@@ -91,3 +91,48 @@ def test_the_engine_ranks_the_tasks_the_dump_tags_in_its_order() -> None:
     threads = hung_threads(_TAGGED, source=unread)
     assert threads is not None
     assert [t[0].function for t in threads] == ["waiter", "orphan", "main", "beat"]
+
+
+# A task whose Event wait is in a timeout's `async with` (3.11+'s `asyncio.timeout`, which
+# leaves no frame), dumped before a task stuck on an Event for good: the timed one ranked
+# with it, for good too, and as the first dumped titled the hang (review).
+_TIMED_TEXT = """\
+import asyncio
+
+
+async def timed(ev):
+    while True:
+        async with asyncio.timeout(1):
+            await ev.wait()
+
+
+async def stuck(ev):
+    await ev.wait()
+"""
+_TIMED = """\
+--- pid 79 (python aio.py) ---
+Current thread 0x00007fc416de3b80 (most recent call first):
+  File "/usr/lib/python3.11/selectors.py", line 468 in select
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 607 in run_forever
+  File "/usr/lib/python3.11/asyncio/base_events.py", line 640 in run_until_complete
+  File "/usr/lib/python3.11/asyncio/runners.py", line 118 in run
+  File "/usr/lib/python3.11/asyncio/runners.py", line 190 in run
+  File "/w/aio.py", line 20 in <module>
+
+Task Task-2 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/locks.py", line 213 in wait
+  File "/w/aio.py", line 7 in timed
+
+Task Task-3 (most recent call first):
+  File "/usr/lib/python3.11/asyncio/locks.py", line 213 in wait
+  File "/w/aio.py", line 11 in stuck
+"""
+
+
+def test_a_task_waiting_under_a_timeouts_async_with_ranks_after_one_stuck_for_good() -> None:
+    def source(path: str) -> str:
+        return _TIMED_TEXT if path == "/w/aio.py" else ""
+
+    assert hung_frame(_TIMED, source=source) == Frame("/w/aio.py", 11, "stuck")
+    # Unread, nothing tells them apart: the dump's order stands.
+    assert hung_frame(_TIMED, source=unread) == Frame("/w/aio.py", 7, "timed")
