@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Literal, cast
 
 from reprospec.core.frozen import frozen
@@ -101,6 +102,12 @@ def format_duration(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
+
+
+def utc_stamp(epoch: float) -> str:
+    """A time (epoch seconds) as a listing prints it: UTC, ISO 8601 to the second
+    (`2026-12-07T15:03:03+00:00`): `envs list`'s and the docker runner's image cache's."""
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 def parse_size(value: object) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import sweep_free, try_locked
-from reprospec.core.units import format_size
+from reprospec.core.units import format_size, utc_stamp
 from reprospec.venvs.build import (
     BUILD_LOG,
     FAILED,
@@ -34,7 +34,7 @@ from reprospec.venvs.build import (
     read_meta_why,
     uploaded_before,
 )
-from reprospec.venvs.staging import LOCKS, TMP, Leftover, build_lock, folder_size, stamp
+from reprospec.venvs.staging import LOCKS, TMP, Leftover, build_lock, folder_size
 
 # An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be
 # read, is one made for an environment, where a link of another name may be anything the
@@ -90,7 +90,7 @@ class EnvInfo:
             "packages": list(self.packages),
             "size_bytes": self.size_bytes,
             "created": self.created,
-            "last_used": stamp(self.last_used),
+            "last_used": utc_stamp(self.last_used),
             "used_by": list(self.used_by),
             "in_use": self.in_use,
             "sources": list(self.sources),

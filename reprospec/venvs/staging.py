@@ -14,12 +14,12 @@ import contextlib
 import os
 import shutil
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.trylock import try_locked
+from reprospec.core.units import utc_stamp
 
 TMP = ".tmp"
 LOCKS = ".locks"
@@ -43,11 +43,6 @@ def folder_size(folder: Path) -> int:
     return total
 
 
-def stamp(epoch: float) -> str:
-    """A time of `envs list --format json` (epoch seconds): UTC, ISO 8601 to the second."""
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
-
-
 @frozen
 class Leftover:
     """What the environments folder holds that is no environment, as `envs list` says it:
@@ -63,7 +58,7 @@ class Leftover:
             "key": self.key,
             "path": str(self.path),
             "size_bytes": self.size_bytes,
-            "modified": stamp(self.modified),
+            "modified": utc_stamp(self.modified),
         }
 
 

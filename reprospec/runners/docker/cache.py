@@ -27,6 +27,7 @@ from pathlib import Path
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.trylock import SharedHold, hold_shared, sweep_free, try_locked
+from reprospec.core.units import utc_stamp
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.sdk import DockerClient, Image
@@ -79,8 +80,8 @@ class ImageInfo:
             "dockerfile": self.dockerfile,
             "size_bytes": self.size_bytes,
             "own_bytes": self.own_bytes,
-            "created": _iso(self.created),
-            "last_used": _iso(self.last_used),
+            "created": utc_stamp(self.created),
+            "last_used": utc_stamp(self.last_used),
             "used_by": list(self.used_by),
         }
 
@@ -97,10 +98,6 @@ class Pruned:
 
     removed: tuple[ImageInfo, ...]
     kept: tuple[tuple[ImageInfo, str], ...]
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 def engine_time(text: object) -> float | None:
