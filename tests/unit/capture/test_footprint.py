@@ -11,6 +11,7 @@ from reprospec.capture.footprint import (
     crash_frame,
     foreign_packages,
     hung_import,
+    imported_module,
     shell_only,
     traceback_stack,
 )
@@ -196,3 +197,11 @@ def test_a_traceback_begins_where_the_parser_reads_a_header_not_at_its_words() -
         '  File "/home/me/proj/w.py", line 3, in <module>\n'
     )
     assert crash_frame(traceback_stack(quoting), workdir) == "step (run.py:5)"
+
+
+def test_a_senders_home_path_names_its_module_by_its_file_as_an_absolute_one_does() -> None:
+    # `~/proj/mod.py` (a ticket's sender's home) is an absolute path too: named by its
+    # file, as `/home/u/proj/mod.py` is, and a package's init by its package (review).
+    assert imported_module("/home/u/proj/mod.py", 3, None) == "mod.py:3"
+    assert imported_module("~/proj/mod.py", 3, None) == "mod.py:3"
+    assert imported_module("~/proj/pkg/__init__.py", 3, None) == "pkg/__init__.py:3"
