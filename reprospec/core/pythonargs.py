@@ -123,9 +123,12 @@ def python_program(args: Sequence[str]) -> PythonProgram:
 
 
 __all__ = [
+    "ABSOLUTE_PATH",
+    "DRIVE",
     "INTERPRETER_LIB",
     "LIBRARY_CODE",
     "LIBRARY_CODE_RE",
+    "NO_PROGRAM",
     "ProgramKind",
     "PythonProgram",
     "is_interpreter_file",
