@@ -2670,7 +2670,9 @@ def _shows_machine(command: str) -> bool:
     if at is None:
         return False
     args = words[at + 1 :]
-    if args and all(arg in _ABOUT_ITSELF for arg in args):
+    # The interpreter's own about-itself options (`-h`, `-V`, `--help`, `--version`) mean
+    # the same to any program: it only says what it is.
+    if args and all(arg in NO_PROGRAM for arg in args):
         return True
     word = words[at]
     return program_name(word) == "nvcc" or (
@@ -2704,9 +2706,6 @@ _CUDA_INSTALL = re.compile(
     r"/(?:bin|extras|nvvm|samples|libnvvp)/",
     re.IGNORECASE,
 )
-# The words after a program that only ask it about itself (`$ ./tool --version`, `-h`):
-# the interpreter's (`-h` was a command where `-V` was none).
-_ABOUT_ITSELF = NO_PROGRAM
 
 
 def _runs_a_script(line: str) -> bool:
