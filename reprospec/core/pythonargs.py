@@ -58,7 +58,7 @@ _VALUED = frozenset("WX")
 # Long options whose value is the next word.
 _VALUED_LONG = frozenset({"--check-hash-based-pycs"})
 # Options after which the interpreter runs no program, which only ask it about itself (a
-# ticket's `$ build/tool -h` too: capture/ticket.py `_ABOUT_ITSELF`).
+# ticket's `$ build/tool -h` too: capture/ticket.py `_shows_machine`).
 NO_PROGRAM = frozenset({"-V", "--version", "-VV", "-h", "--help", "-?"})
 
 # What the interpreter runs: code given as a word, a module, a script file, its standard
