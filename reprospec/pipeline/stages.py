@@ -390,8 +390,9 @@ def execute(
             scheduler.settle()
         except BaseException as exc:
             interrupted, raised = True, raised or exc
-        # Every attempt that ended is committed, said or not (a stop's, a callback's raise).
-        keeper.flush()
+        # Every attempt that ended is committed, said or not (a stop's, a callback's raise),
+        # and those the store still holds after a failure stopped the run (`unstored`).
+        keeper.flush(at_end=True)
         set_aside = scheduler.set_aside()
         if set_aside:
             keeper.forget(set_aside)
@@ -419,6 +420,7 @@ def execute(
             *files_warnings,
             *warnings,
             *store.warnings,
+            *keeper.unstored,
         )
         cells = judged.all(scheduler.unfinished(), interrupted=interrupted)
         record = None
@@ -598,6 +600,9 @@ class _Keeper:
         self.stored = stored
         self.failure: str | None = None
         self.full = False  # the failure is a full disk's
+        # The run's end's word of the attempts held when the failure came that could not be
+        # written then either (`flush(at_end=True)`): a warning of the run.
+        self.unstored: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
     def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
@@ -627,18 +632,30 @@ class _Keeper:
         if event == "attempt" and result is not None:
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self, *, at_end: bool = False) -> None:
         """Commit the attempts recorded so far: before one is said, with every one written
         since the last commit (the next quarter second's lines then need none), and at the
         run's end. The store's own list of those held says whether any is (`Store.commit`:
         nothing to do where none is), under its lock: a list of this keeper's beside it
-        lost an attempt held between another's commit and its clearing the list (-j)."""
-        if self.failure is not None:
+        lost an attempt held between another's commit and its clearing the list (-j).
+        Once a failure stopped the run, only `at_end`: an attempt held as it came (another
+        job's) is written then, or said in `unstored`, where the store's close wrote it
+        after the run's warnings were read, and its failure went unsaid (review)."""
+        if self.failure is not None and not at_end:
             return
         try:
             self.store.commit()
         except StoreError as exc:
-            self.store_failed(exc)
+            if self.failure is None:
+                self.store_failed(exc)
+                return
+            with self._lock:
+                self.stored -= exc.lost
+            if exc.lost:
+                first = str(exc).splitlines()[0]
+                self.unstored = (
+                    f"{plural(exc.lost, 'attempt')} not stored ({first}); --resume runs them again",
+                )
 
     def store_failed(self, exc: StoreError) -> None:
         """The store failed: the rows its failure took back (`lost`) are not stored."""

@@ -66,7 +66,6 @@ from urllib.parse import quote
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import SEARCH_PURPOSES
-from reprospec.core.words import noun
 from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
@@ -660,18 +659,13 @@ class Store:
 
     def close(self) -> None:
         """Close the connection, writing the attempts held first: each ended, so each is
-        kept (a failure to write them leaves them to `--resume`, said in `warnings`)."""
+        kept. A failure to write them leaves them to `--resume`: a run has written them, or
+        said so, before (pipeline/stages' `_Keeper.flush(at_end=True)`), where a word said
+        here came after the run's warnings were read."""
         with self._lock:
-            held = len(self._held)
-            if held:
-                try:
-                    with self._db:
-                        self._write_held()
-                except sqlite3.Error as exc:
-                    self.warnings.append(
-                        f"{held} {noun(held, 'attempt')} not stored ({exc}); "
-                        "--resume runs them again"
-                    )
+            if self._held:
+                with contextlib.suppress(sqlite3.Error), self._db:
+                    self._write_held()
             self._db.close()
 
     def commit(self) -> int:

@@ -51,3 +51,41 @@ def test_a_short_attempt_held_while_a_long_one_commits_is_committed_before_it_is
     keeper.before_line("attempt", short)  # what execute's progress callback calls first
     assert store.committed == ["b", "a"]
     assert keeper.stored == 2
+
+
+class _FullStore(_Store):
+    """A store whose disk is full: each commit takes back the rows it held."""
+
+    def commit(self) -> int:
+        from reprospec.store.db import StoreError
+
+        error = StoreError("the results store s.db: cannot write to it: disk is full")
+        error.lost, self.held = len(self.held), []
+        raise error
+
+
+def test_a_row_held_as_a_failure_stopped_the_run_is_written_or_said_at_its_end() -> None:
+    # Another job's attempt, held as the failure came: `flush` returned early once the run
+    # had failed, the store's close wrote it after the run had read its warnings, and its
+    # failure went into a list no one read (review).
+    for store, committed, unstored in [
+        (_Store(), ["b"], ()),
+        (
+            _FullStore(),
+            [],
+            (
+                "1 attempt not stored (the results store s.db: cannot write to it: disk is"
+                " full); --resume runs them again",
+            ),
+        ),
+    ]:
+        keeper = _Keeper(store, "run")  # type: ignore[arg-type]
+        plan_b, short = _attempt("b", HELD_UNDER_S / 10)
+        keeper.record(plan_b, short)
+        keeper.failed("a write failed")
+        keeper.flush()
+        assert store.held == ["b"]
+        keeper.flush(at_end=True)
+        assert (store.committed, store.held, keeper.unstored) == (committed, [], unstored)
+        assert keeper.stored == len(committed)
+        assert keeper.failure == "a write failed"

@@ -413,9 +413,10 @@ def test_held_attempts_are_written_at_the_commit_or_the_next_write(tmp_path: Pat
     reader.close()
 
 
-def test_held_attempts_close_cannot_write_are_said(tmp_path: Path) -> None:
-    # `close` wrote the held attempts inside suppress(sqlite3.Error): a failed write lost
-    # them without a word, though the run had counted them stored (review).
+def test_held_attempts_close_cannot_write_do_not_fail_the_close(tmp_path: Path) -> None:
+    # A run writes its held attempts, or says it could not, before it closes the store
+    # (pipeline/stages' `_Keeper.flush(at_end=True)`, test_keeper): the close's word went
+    # into `warnings` after the run had read them, so no one saw it (review).
     run = hang_run()
     store = Store(tmp_path)
     store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
@@ -427,6 +428,4 @@ def test_held_attempts_close_cannot_write_are_said(tmp_path: Path) -> None:
 
     store._write_held = full  # type: ignore[method-assign]
     store.close()
-    assert store.warnings == [
-        "2 attempts not stored (database or disk is full); --resume runs them again"
-    ]
+    assert store.warnings == []
