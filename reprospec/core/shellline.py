@@ -184,7 +184,27 @@ def runs_python(
     line = shebang(path, _HEAD_BYTES)
     if not line:
         return False
-    names = [os.path.basename(line[0])]  # noqa: PTH119 (the #! line's word)
-    if names[0] == "env":  # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
-        names = [word for word in line[1:] if not word.startswith("-")][:1]
-    return any(name in SHELLS for name in names)
+    name = os.path.basename(line[0])  # noqa: PTH119 (the #! line's word)
+    if name == "env":  # `#!/usr/bin/env bash`, `#!/usr/bin/env -S bash -e`
+        name = _env_program(line[1:])
+    return name in SHELLS
+
+
+# env's options that take the next word as their value (`-u HOME`, `--chdir DIR`); not
+# `-S`, whose string a `#!` line's words already hold split (plan/wrappers.py's grammar).
+_ENV_VALUED = frozenset({"-u", "-C", "-a", "--unset", "--chdir", "--argv0"})
+
+
+def _env_program(words: Sequence[str]) -> str:
+    """The program a `#!/usr/bin/env` line's words run: past env's options, their values
+    and its `VAR=value` words (`-u HOME bash` runs bash: HOME was read as the program)."""
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if word in _ENV_VALUED:
+            at += 2
+        elif word.startswith("-") or "=" in word:
+            at += 1
+        else:
+            return word
+    return ""

@@ -50,6 +50,9 @@ def test_what_runs_python(tmp_path: Path) -> None:
         "#!/bin/sh\n'''exec' '/very/long/bin/python' \"$0\" \"$@\"\n'''\n": True,
         "#!/bin/bash -e\n": True,
         "#!/usr/bin/env -S bash -e\n": True,
+        "#!/usr/bin/env -u HOME bash\n": True,  # HOME was read as its program (review)
+        "#!/usr/bin/env --chdir=/tmp LC_ALL=C bash\n": True,
+        "#!/usr/bin/env -u HOME perl\n": False,
         "#!/usr/bin/perl\n": False,
         "\x7fELF": False,
     }
