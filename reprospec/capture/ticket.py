@@ -2676,7 +2676,7 @@ def _shows_machine(command: str) -> bool:
         return True
     word = words[at]
     return program_name(word) == "nvcc" or (
-        _CUDA_INSTALL.match(word) is not None and not _runs_theirs(args)
+        _CUDA_INSTALL.match(word) is not None and not _runs_theirs(word, args)
     )
 
 
@@ -2715,9 +2715,10 @@ def _runs_a_script(line: str) -> bool:
     (a `$ ./install_deps.sh` before `$ python train.py` is setup). A program by a path
     without `./` was none, and the command a TODO. None are a diagnostic's, which a wrong
     command in the spec would be, worse than a TODO: a setup tool's (`_SETUP_TOOLS`) or the
-    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`), unless it runs one of the reporter's
-    (`_runs_theirs`: a sanitizer's line); the caller has left out those that show the
-    machine (`_shows_machine`: a CUDA install's, one asked only its version)."""
+    machine's own (`/usr/bin/...`, `MACHINE_FOLDERS`), unless a sanitizer or a tracer, by
+    its path or its name, runs one of the reporter's (`_runs_theirs`); the caller has left
+    out those that show the machine (`_shows_machine`: a CUDA install's, one asked only its
+    version)."""
     words = _words(split_at_operator(line)[0])
     at = _program_at(words)  # `$ timeout 600 ./run.sh` runs run.sh
     if at is None:
@@ -2725,22 +2726,46 @@ def _runs_a_script(line: str) -> bool:
     word = words[at]
     if word.endswith(".sh"):
         return True
+    if program_name(word) in _DIAGNOSTICS:
+        return _runs_theirs(word, words[at + 1 :])  # `$ valgrind ./build/crash`
     if "/" not in word or word.endswith("/") or program_name(word) in _SETUP_TOOLS:
         return False
-    if (word.startswith("/") and in_machine_folders(Path(word))) or _CUDA_INSTALL.match(word):
-        return _runs_theirs(words[at + 1 :])  # `$ /usr/bin/valgrind ./build/crash`
-    return True
-
-
-def _runs_theirs(args: list[str]) -> bool:
-    """Whether a diagnostic's words run a program of the reporter's, a sanitizer's or a
-    debugger's (`/usr/local/cuda/bin/compute-sanitizer --tool memcheck build/crash`,
-    `/usr/bin/valgrind ./build/crash`): then the line is the command, which was a TODO as
-    the diagnostic's own path was looked at alone. Not a compiler's output (`-o build/x`)."""
-    return any(
-        "/" in word and not word.startswith("-") and before != "-o" and _runs_a_script(word)
-        for before, word in zip(["", *args], args, strict=False)
+    return not (word.startswith("/") and in_machine_folders(Path(word))) and not (
+        _CUDA_INSTALL.match(word)
     )
+
+
+# The sanitizers and tracers a crash ticket runs its program under, by name or by path
+# (`valgrind ./build/crash`, `/usr/local/cuda/bin/compute-sanitizer python train.py`): the
+# line is the command where they run the reporter's program (`_runs_theirs`). Any other
+# program of the machine's (`ldd build/crash`, `tail -n 5 logs/x.log`, `g++ -o build/x`)
+# only looks at theirs. A debugger's is not (`gdb ./build/crash core`): its own reader
+# takes the program it ran, `debugged_program`, `_GDB_START`. Their options that take the
+# next word as their value.
+_DIAGNOSTICS = frozenset({"valgrind", "compute-sanitizer", "cuda-memcheck", "rr", "strace"})
+_DIAGNOSTIC_VALUED = frozenset(
+    {"--tool", "--log-file", "--save", "--print-limit", "--filter", "--exclude", "--launch-timeout",
+     "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-x", "-ex", "-iex", "-cd", "-d", "-S", "-a", "-b"}
+)  # fmt: skip
+
+
+def _runs_theirs(word: str, args: list[str]) -> bool:
+    """Whether a sanitizer's or a tracer's line (`_DIAGNOSTICS`: program `word`, then
+    `args`) runs a program of the reporter's, or one tickets run: the program it wraps,
+    past its options and their values (`--tool memcheck`, `-o trace.txt`) and `rr record`,
+    is a path of theirs (`_runs_a_script`: `./build/crash`, `build/crash`) or runs as a
+    ticket's command does (`runs_something`: `python train.py`). Then the line is the
+    command, which was a TODO as the diagnostic was looked at alone; anything else that is
+    not one of those only looks at their program (review)."""
+    if program_name(word) not in _DIAGNOSTICS:
+        return False
+    at = 0
+    while at < len(args) and (args[at].startswith("-") or (at == 0 and args[at] == "record")):
+        at += 2 if args[at] in _DIAGNOSTIC_VALUED else 1
+    if at >= len(args):
+        return False
+    wrapped = args[at:]
+    return runs_something(wrapped) or _runs_a_script(shlex.join(wrapped[:1]))
 
 
 def _bounded(command: str, *, kill: bool = False) -> bool:

@@ -4541,9 +4541,16 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "/opt/rocm/bin/rocminfo",
         "/opt/rocm-6.0.2/bin/rocm-smi --showuse",
         "/usr/bin/gcc -o build/crash crash.c",
+        # A machine's program that only looks at theirs, a path of theirs in its words: it
+        # was the command, any such path taken as a sanitizer's program (review).
+        "/usr/bin/tail -n 5 logs/train.log",
+        "/usr/bin/g++ -g src/main.cpp -o build/crash",
+        "/usr/bin/strace -o build/out ls",
     ):
         log = f"$ {diagnostic}\nsome output\n{crashed}"
         assert read_ticket(log).command is None, diagnostic
+    ran = read_ticket(f"$ ./build/crash\n$ /usr/bin/ldd build/crash\nsome output\n{crashed}")
+    assert ran.command == "./build/crash"
     # A sanitizer or debugger of the machine's or a CUDA install's that runs the reporter's
     # program is the command, and a program in the project's own `cuda/` folder is theirs:
     # each was None, the wrapper's or the folder's path looked at alone (review).
@@ -4552,6 +4559,12 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "/usr/local/cuda-12.1/bin/compute-sanitizer --tool memcheck build/crash",
         "/usr/local/cuda/bin/cuda-memcheck ./build/crash",
         "/usr/bin/valgrind ./build/crash",
+        # By name, as they are usually run, and one that runs Python (review).
+        "valgrind ./build/crash",
+        "compute-sanitizer ./build/crash",
+        "valgrind --leak-check=full --log-file=v.txt ./build/crash --n 3",
+        "strace -f -o trace.txt ./build/crash",
+        "/usr/local/cuda/bin/compute-sanitizer --tool memcheck python train.py",
         "./cuda/build/gemm_test --m 4096",
         "~/proj/cuda/build/reduce_test --n 4",
     ):
