@@ -44,10 +44,14 @@ def _reading() -> Iterator[tuple[int, queue.Queue[bytes], threading.Thread]]:
 def test_told_each_it_yields_each_line_as_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     # EACH (the engine could not enlarge the pipe): each line is read as it is written,
     # long before the next DRAIN_S read, and none ends the reading while the pipe is open.
-    monkeypatch.setattr(watchdog, "DRAIN_S", 3.0)
+    # The first read is a short DRAIN_S's; then DRAIN_S is long (`_told` reads it at each
+    # poll), so a reader that still polled would miss the 1.5 s gets (a first read of 3 s
+    # made this the slowest unit test, review).
+    monkeypatch.setattr(watchdog, "DRAIN_S", 0.05)
     with _reading() as (write, lines, thread):
         os.write(write, watchdog.EACH + b"\nattempt 1 a\n")
         assert lines.get(timeout=8) == b"attempt 1 a"  # the first DRAIN_S read
+        monkeypatch.setattr(watchdog, "DRAIN_S", 30.0)
         for n in range(2, 5):
             os.write(write, b"attempt %d b\n" % n)
             assert lines.get(timeout=1.5) == b"attempt %d b" % n
