@@ -368,7 +368,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "fail",
             "; ".join(shadowed)
             + ": the venv runner's attempts inherit PYTHONPATH, so "
-            + cells_not_run(that="names it"),
+            + cells_not_run(that=_names(shadowed)),
             "unset PYTHONPATH for the run, or leave that folder out of it",
         )
     if packages and needs.runner == "local":
@@ -376,7 +376,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(packages)
-            + f": on the local runner {cells_not_run(that='names it')}"
+            + f": on the local runner {cells_not_run(that=_names(packages))}"
             + (f" (and {'; '.join(python)})" if python else ""),
             "install them into this interpreter, run with --python PATH of one that has them, "
             "or with --runner venv (it installs them; `doctor --runner venv` checks for that)",
@@ -442,6 +442,12 @@ def check_refused_packages(needs: Needs, why: str) -> Check:
 _NAMES_NONE = Check("spec-environment", "skipped", "the spec names no python version or packages")
 
 
+def _names(problems: Sequence[str]) -> str:
+    """What the cells do that a problem found makes infra errors, for `cells_not_run`:
+    `names it` of one package's, `names one` of several (review)."""
+    return "names it" if len(problems) == 1 else "names one"
+
+
 def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = ()) -> Check:
     """`spec-environment` failed by what the runner refuses of any interpreter (`refused`),
     with what else the checked interpreter lacks (`also`): the one wording of
@@ -452,7 +458,7 @@ def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = (
         "spec-environment",
         "fail",
         "; ".join(refused)
-        + f": on the {needs.runner} runner {cells_not_run(that='names it')}"
+        + f": on the {needs.runner} runner {cells_not_run(that=_names(refused))}"
         + (f" (and {'; '.join(also)})" if also else ""),
         _REFUSED_TODO.get(needs.runner, ""),
     )
@@ -555,7 +561,7 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
     refused. `rest`, what the check says of the rest, is said too (a failure first)."""
     from dataclasses import replace
 
-    from reprospec.core.words import cells_not_run
+    from reprospec.core.words import cells_not_run, noun
 
     every = needs.cells or sum(len(cells) for _, cells in needs.pythons)
 
@@ -565,20 +571,23 @@ def _torchless(env: Captured, needs: Needs, rest: Check) -> Check:
 
     version = section(env, "torch").get("version")
     pin = f"torch=={str(version).split('+')[0]}" if isinstance(version, str) else "torch"
+    unnamed_head = f"the packages of a workload cell name no torch{of(needs.torch_unnamed)}"
     unnamed = (
-        f"the packages of a workload cell name no torch{of(needs.torch_unnamed)}, which the "
-        "harness runs on: unless one of them requires it (torchvision does), on the venv runner "
+        f"{unnamed_head}, which the harness runs on: unless one of them requires it "
+        "(torchvision does), on the venv runner "
         + cells_not_run("such", of="", why="torch is not installed in the cell's venv")
     )
     also = f" (and {rest.why})" if rest.status in ("fail", "warn") else ""
     if needs.torchless:
+        names = noun(len(needs.torchless), "the cell names", "the cells name")
         return Check(
             "spec-environment",
             "fail",
             "a workload runs reprospec's harness on torch, and the venv runner's cell venv holds "
-            f"only the cell's packages, and the cell names none{of(needs.torchless)}: "
+            f"only the cell's packages, and {names} none{of(needs.torchless)}: "
             + cells_not_run("such", of="", why="torch is not installed in the cell's venv")
-            + (f"; {unnamed}" if needs.torch_unnamed else "")
+            # (the same said once: those whose packages may require it, torchvision's)
+            + (f"; {unnamed_head}: the same unless one requires it" if needs.torch_unnamed else "")
             + also,
             f"add torch to their environment.packages (`{pin}`), or run on the local runner",
         )

@@ -878,3 +878,28 @@ def test_on_the_venv_runner_this_interpreters_torch_fails_no_check_of_the_cells(
         "of this interpreter's torch, which the cells' venvs do not hold"
     )
     assert by_name(lying, replace(spec, runner="local"))["cpu-capability"].status == "fail"
+
+
+def test_several_problems_and_cells_are_said_in_the_plural() -> None:
+    # "a 1.0 missing; b 2.0 missing: ... every cell that names it", and "the cell names none
+    # (cells a, b)"; beside workloads whose packages name no torch, "every such cell is an
+    # infra error (...)" was said twice (review).
+    env = machine(packages={"six": "1.16.0", "attrs": "0.5"})
+    two = doctor.Needs(packages=("six==9.0", "attrs==1.0"))
+    check = by_name(env, two)["spec-environment"]
+    assert check.status == "fail"
+    assert "every cell that names one is an infra error" in check.why, check.why
+    workload: JsonObject = {"model": {"builtin": "mlp"}}
+    here = Environment(workdir=Path.cwd())
+    vision = Environment(workdir=Path.cwd(), packages=("torchvision==0.18.0",))
+    cells: list[tuple[JsonObject, Environment]] = [
+        (workload, here),
+        (workload, here),
+        (workload, vision),
+    ]
+    needs = replace(doctor.needs_of(cells, ["a", "b", "v"]), runner="venv")
+    check = by_name(machine(), needs)["spec-environment"]
+    assert check.status == "fail"
+    assert "and the cells name none (cells a, b): every such cell" in check.why, check.why
+    assert check.why.count("is an infra error") == 1, check.why
+    assert "name no torch (cell v): the same unless one requires it" in check.why, check.why
