@@ -30,7 +30,14 @@ from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.logtext import undecodable_byte
 from reprospec.core.redact import MASK, Redactor, holds_secret, unset_env
-from reprospec.core.results import AttemptResult, CellResult, RunResult, SetAside, Standalone
+from reprospec.core.results import (
+    AttemptResult,
+    CellResult,
+    Outcome,
+    RunResult,
+    SetAside,
+    Standalone,
+)
 from reprospec.core.runoptions import SEARCH_PURPOSES, RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC, agree, plural, set_aside_warning
@@ -606,16 +613,24 @@ class _Keeper:
         self._lock = threading.Lock()
 
     def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
-        """Store the attempt. One shorter than HELD_UNDER_S is held, written and committed
-        by `flush` before its progress line is said (or by the store's next write): those
-        that ended since the last line that needed a commit (a command line's run says each
-        STOPPED_SLACK_S after its end) share one transaction, where a commit per attempt of
-        `true` was most of the engine's cost of storing it (docs/performance.md)."""
+        """Store the attempt. A pass shorter than HELD_UNDER_S is held, written and
+        committed by `flush` before its progress line is said (or by the store's next
+        write): those that ended since the last line that needed a commit (a command line's
+        run says each STOPPED_SLACK_S after its end) share one transaction, where a commit
+        per attempt of `true` was most of the engine's cost of storing it
+        (docs/performance.md)."""
         if self.failure is not None:
             return
         # A longer attempt is committed at once, with those held: its commit is nothing
-        # beside it, and a kill before its line would make --resume run it again.
-        commit = result.duration_s >= HELD_UNDER_S
+        # beside it, and a kill (or a full disk) before its line would make --resume run it
+        # again. So is any that did not pass: a rare failure is what the run is for, and
+        # another attempt would not bring it back, where a short pass costs its rerun alone.
+        outcome = result.outcome
+        commit = (
+            result.duration_s >= HELD_UNDER_S
+            or not isinstance(outcome, Outcome)
+            or outcome.kind != "pass"
+        )
         try:
             self.store.record_attempt(self.run_id, attempt.cell.id, result, commit=commit)
         except StoreError as exc:

@@ -15,12 +15,13 @@ An older store is migrated in place when opened; a newer one is refused.
 Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
 so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
 a committed transaction is in the WAL file, which the operating system keeps. A run's
-short attempts are the one exception (`record_attempt(commit=False)`, pipeline/stages.py's
+short passes are the one exception (`record_attempt(commit=False)`, pipeline/stages.py's
 `_Keeper`): each is held, and written and committed before its progress line is said
 (`commit`) or by any other write, so the attempts that ended within the last quarter
 second (a command line's run says each end STOPPED_SLACK_S late) share one transaction,
 where each paid a commit and a statement run cold (issue 30, item 5); a killed engine
-loses none it said, and `--resume` runs the others again. Only a power loss or an
+loses none it said (a full disk, failing that commit, loses those held, said or not, and
+says how many were stored), and `--resume` runs the others again. Only a power loss or an
 operating-system crash may lose the last transactions (never corrupt the store): those
 are made durable at the next checkpoint, not at each commit. That saves an fsync per
 attempt (0.3 ms on a quiet disk, 4-7 ms under load).

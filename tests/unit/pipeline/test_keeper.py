@@ -6,6 +6,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from reprospec.core.results import Outcome
 from reprospec.pipeline.stages import HELD_UNDER_S, _Keeper
 
 
@@ -32,10 +33,25 @@ class _Store:
         return len(held)
 
 
-def _attempt(name: str, duration_s: float) -> tuple[Any, Any]:
+def _attempt(name: str, duration_s: float, kind: str = "pass") -> tuple[Any, Any]:
     return SimpleNamespace(cell=SimpleNamespace(id=name)), SimpleNamespace(
-        name=name, duration_s=duration_s
+        name=name,
+        duration_s=duration_s,
+        outcome=Outcome(kind=kind),  # type: ignore[arg-type]
     )
+
+
+def test_a_short_attempt_that_did_not_pass_is_committed_as_it_ends() -> None:
+    # Held like a pass, a rare crash of a short program was lost with a killed engine or a
+    # full disk before its line was said; --resume's rerun would not bring it back.
+    store = _Store()
+    keeper = _Keeper(store, "run")  # type: ignore[arg-type]
+    for name, kind in [("p", "pass"), ("c", "crash"), ("e", "error"), ("h", "hang")]:
+        keeper.record(*_attempt(name, HELD_UNDER_S / 10, kind))
+    assert store.committed == ["p", "c", "e", "h"]
+    assert store.held == []
+    keeper.record(*_attempt("q", HELD_UNDER_S / 10))
+    assert store.held == ["q"]
 
 
 def test_a_short_attempt_held_while_a_long_one_commits_is_committed_before_it_is_said() -> None:
