@@ -249,7 +249,7 @@ def test_the_runners_listing_is_what_the_attempt_left(
     # An earlier attempt's raised.txt in the folder is removed, and not listed.
     (tmp_path / "raised.txt").write_text("1\n")
     ex = runner.run(make_plan(argv), tmp_path)
-    assert ex.names == frozenset(os.listdir(tmp_path))
+    assert ex.names == frozenset(p.name for p in tmp_path.iterdir())
     assert Evidence.read(ex) == Evidence.read(replace(ex, names=None))
 
 
@@ -305,7 +305,7 @@ def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path)
     assert "deep_hang" in stack
     assert "other_thread_wait" in stack
     assert not list((last.folder / "logs").glob("stack-*.txt"))
-    assert ex.names == frozenset(os.listdir(last.folder / "logs"))
+    assert ex.names == frozenset(p.name for p in (last.folder / "logs").iterdir())
     assert not psutil.pid_exists(int(ready.read_text()))
 
 
