@@ -136,7 +136,7 @@ def execute(
     # The spec carries the overrides it was loaded with: those are the ones that ran.
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
-    # Closed as anything fails before the run's `with opened` below (whose end closes it):
+    # Closed as anything fails before the run (`opened`, below, closes it from its start):
     # it holds the process's remembered failures (venvs.remembered_failures), and a runner
     # left open kept "python 3.12 not found" for every later run of this process.
     try:
@@ -160,10 +160,14 @@ def execute(
     # The store, and the run folder this engine holds (`RunFolder.hold`): released at the
     # run's end, or as anything before it fails (a resume refused by `reap`).
     opened = contextlib.ExitStack()
+    # The runner's close, too: a failure from here to the run (a full disk's begin_run, a
+    # resume's writing) left it open, as only the end of the run's attempts closed it. A
+    # second close is harmless.
+    opened.callback(runner.close)
     try:
         store = opened.enter_context(Store(options.out))
     except BaseException:
-        runner.close()
+        opened.close()
         raise
     # The store's key, read at its first use and kept: the program's files, the spec's
     # secret variables and the capture's are digested under it (store/digests.py).
@@ -249,7 +253,6 @@ def execute(
         before = folder.resumed_parts() if resume is not None else ()
     except BaseException:
         opened.close()
-        runner.close()
         raise
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with opened, CellSpool(folder.results_spool, len(plan.cells)) as spool:

@@ -13,7 +13,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.errors import InterruptedBeforeRun
 from reprospec.pipeline import stages
 from reprospec.plan.run import plan_run
-from reprospec.store.db import StoreError
+from reprospec.store.db import Store, StoreError
 
 
 class _Runner:
@@ -38,7 +38,13 @@ def _unreadable(*_: object) -> None:
     raise OSError(5, "Input/output error")
 
 
-@pytest.mark.parametrize("where", ["prepare interrupted", "prepare failed", "store", "files"])
+def _full(*_: object, **__: object) -> None:
+    raise StoreError("database or disk is full", full=True)
+
+
+@pytest.mark.parametrize(
+    "where", ["prepare interrupted", "prepare failed", "store", "files", "begin_run"]
+)
 def test_a_failure_before_the_run_closes_the_runner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
@@ -58,11 +64,15 @@ def test_a_failure_before_the_run_closes_the_runner(
         monkeypatch.setattr(stages, "Store", _refused)
     if where == "files":
         monkeypatch.setattr(stages, "program_files", _unreadable)
+    if where == "begin_run":
+        # A full disk as the run begins: the store refuses it after `opened` began.
+        monkeypatch.setattr(Store, "begin_run", _full)
     raised = {
         "prepare interrupted": InterruptedBeforeRun,
         "prepare failed": RuntimeError,
         "store": StoreError,
         "files": OSError,
+        "begin_run": StoreError,
     }[where]
     with pytest.raises(raised):
         stages.execute(plan, options)
