@@ -2740,13 +2740,38 @@ def _runs_a_script(line: str) -> bool:
 # line is the command where they run the reporter's program (`_runs_theirs`). Any other
 # program of the machine's (`ldd build/crash`, `tail -n 5 logs/x.log`, `g++ -o build/x`)
 # only looks at theirs. A debugger's is not (`gdb ./build/crash core`): its own reader
-# takes the program it ran, `debugged_program`, `_GDB_START`. Their options that take the
-# next word as their value.
-_DIAGNOSTICS = frozenset({"valgrind", "compute-sanitizer", "cuda-memcheck", "rr", "strace"})
-_DIAGNOSTIC_VALUED = frozenset(
-    {"--tool", "--log-file", "--save", "--print-limit", "--filter", "--exclude", "--launch-timeout",
-     "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-x", "-ex", "-iex", "-cd", "-d", "-S", "-a", "-b"}
+# takes the program it ran, `debugged_program`, `_GDB_START`. Each one's options that take
+# the next word as their value (`strace -o trace.txt`, `compute-sanitizer --leak-check
+# full`): one set for all read strace's flags `-x` and `-d` as valued, and missed
+# compute-sanitizer's, so the value was read as the program (review).
+_SANITIZER_VALUED = frozenset(
+    {"--tool", "--log-file", "--save", "--print-limit", "--filter", "--exclude",
+     "--launch-timeout", "--leak-check", "--target-processes", "--racecheck-report",
+     "--error-exitcode", "--show-backtrace", "--kernel-name", "--kernel-name-exclude",
+     "--kernel-regex", "--kernel-regex-exclude", "--launch-count", "--launch-skip",
+     "--mode", "--demangle", "--padding", "--report-api-errors", "--require-cuda-init",
+     "--destroy-on-device-error", "--nvtx", "--read", "--num-callers-device",
+     "--num-callers-host", "--racecheck-detect-level", "--injection-path", "--language",
+     "--target-processes-filter", "--track-unused-memory", "--initcheck-address-reuse"}
 )  # fmt: skip
+_DIAGNOSTIC_VALUED: dict[str, frozenset[str]] = {
+    "valgrind": frozenset({"--tool", "--log-file"}),
+    "compute-sanitizer": _SANITIZER_VALUED,
+    "cuda-memcheck": _SANITIZER_VALUED,
+    "rr": frozenset({"-o", "--output-trace-dir"}),
+    "strace": frozenset(
+        {"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-S", "-a", "-b", "-I", "-O", "-X"}
+    ),
+}  # fmt: skip
+_DIAGNOSTICS = frozenset(_DIAGNOSTIC_VALUED)
+
+
+def _valued(name: str, option: str) -> bool:
+    """Whether `option` of diagnostic `name` takes the next word as its value
+    (compute-sanitizer's `--check-*` all do)."""
+    return option in _DIAGNOSTIC_VALUED[name] or (
+        name in ("compute-sanitizer", "cuda-memcheck") and option.startswith("--check-")
+    )
 
 
 def _runs_theirs(word: str, args: list[str]) -> bool:
@@ -2757,11 +2782,13 @@ def _runs_theirs(word: str, args: list[str]) -> bool:
     ticket's command does (`runs_something`: `python train.py`). Then the line is the
     command, which was a TODO as the diagnostic was looked at alone; anything else that is
     not one of those only looks at their program (review)."""
-    if program_name(word) not in _DIAGNOSTICS:
+    name = program_name(word)
+    # Not only `_runs_a_script`'s check: `_shows_machine` asks it of any CUDA program.
+    if name not in _DIAGNOSTICS:
         return False
     at = 0
     while at < len(args) and (args[at].startswith("-") or (at == 0 and args[at] == "record")):
-        at += 2 if args[at] in _DIAGNOSTIC_VALUED else 1
+        at += 2 if _valued(name, args[at]) else 1
     if at >= len(args):
         return False
     wrapped = args[at:]

@@ -4567,6 +4567,14 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "/usr/local/cuda/bin/compute-sanitizer --tool memcheck python train.py",
         "./cuda/build/gemm_test --m 4096",
         "~/proj/cuda/build/reduce_test --n 4",
+        # Each tool's own valued options: strace's `-x` and `-d` are flags, and
+        # compute-sanitizer's `--leak-check full` a value, each read as the program (review).
+        "strace -x ./build/crash",
+        "strace -d ./build/crash",
+        "compute-sanitizer --leak-check full ./build/crash",
+        "compute-sanitizer --target-processes all python train.py",
+        "compute-sanitizer --tool memcheck --leak-check full python train.py",
+        "compute-sanitizer --check-device-heap yes ./build/crash",
     ):
         assert read_ticket(f"$ {command}\n{crashed}").command == command, command
 
