@@ -2762,7 +2762,29 @@ _DIAGNOSTIC_VALUED: dict[str, frozenset[str]] = {
     "strace": frozenset(
         {"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-S", "-a", "-b", "-I", "-O", "-X"}
     ),
+    # A tracer and CUDA's profilers run the reporter's program as those do: each line was
+    # no command once only the five above were read (review).
+    "ltrace": frozenset(
+        {"-o", "-e", "-p", "-s", "-u", "-a", "-A", "-D", "-F", "-l", "-n", "-w", "-x"}
+    ),
+    "ncu": frozenset(
+        {"--set", "--section", "--metrics", "-o", "--export", "-k", "--kernel-name",
+         "-c", "--launch-count", "-s", "--launch-skip", "--target-processes",
+         "--replay-mode", "--section-folder", "--log-file", "--nvtx-include", "--devices",
+         "--kernel-id", "--page", "-i", "--import", "--kernel-name-base", "--cache-control",
+         "--clock-control"}
+    ),
+    "nsys": frozenset(
+        {"-o", "--output", "-t", "--trace", "-s", "--sample", "-d", "--duration",
+         "-y", "--delay", "-c", "--capture-range", "-b", "--backtrace", "-w",
+         "--show-output", "-f", "--force-overwrite", "-e", "--env-var", "-p",
+         "--nvtx-capture", "-x", "--stop-on-exit", "--stats", "--cudabacktrace",
+         "--cuda-memory-usage", "--gpu-metrics-device", "--cpuctxsw", "--export"}
+    ),
 }  # fmt: skip
+# The subcommand that runs the program, read past as an option is (`rr record ./x`,
+# `nsys profile ./x`).
+_DIAGNOSTIC_RUNS = {"rr": "record", "nsys": "profile"}
 _DIAGNOSTICS = frozenset(_DIAGNOSTIC_VALUED)
 
 
@@ -2777,17 +2799,18 @@ def _valued(name: str, option: str) -> bool:
 def _runs_theirs(word: str, args: list[str]) -> bool:
     """Whether a sanitizer's or a tracer's line (`_DIAGNOSTICS`: program `word`, then
     `args`) runs a program of the reporter's, or one tickets run: the program it wraps,
-    past its options and their values (`--tool memcheck`, `-o trace.txt`) and `rr record`,
-    is a path of theirs (`_runs_a_script`: `./build/crash`, `build/crash`) or runs as a
-    ticket's command does (`runs_something`: `python train.py`). Then the line is the
-    command, which was a TODO as the diagnostic was looked at alone; anything else that is
-    not one of those only looks at their program (review)."""
+    past its options and their values (`--tool memcheck`, `-o trace.txt`), `rr record` and
+    `nsys profile`, is a path of theirs (`_runs_a_script`: `./build/crash`, `build/crash`)
+    or runs as a ticket's command does (`runs_something`: `python train.py`). Then the
+    line is the command, which was a TODO as the diagnostic was looked at alone; anything
+    else that is not one of those only looks at their program (review)."""
     name = program_name(word)
     # Not only `_runs_a_script`'s check: `_shows_machine` asks it of any CUDA program.
     if name not in _DIAGNOSTICS:
         return False
     at = 0
-    while at < len(args) and (args[at].startswith("-") or (at == 0 and args[at] == "record")):
+    runs = _DIAGNOSTIC_RUNS.get(name)
+    while at < len(args) and (args[at].startswith("-") or (at == 0 and args[at] == runs)):
         at += 2 if _valued(name, args[at]) else 1
     if at >= len(args):
         return False

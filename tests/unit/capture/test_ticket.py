@@ -4575,6 +4575,11 @@ def test_a_prompt_that_runs_a_program_by_its_path_is_the_command() -> None:
         "compute-sanitizer --target-processes all python train.py",
         "compute-sanitizer --tool memcheck --leak-check full python train.py",
         "compute-sanitizer --check-device-heap yes ./build/crash",
+        # CUDA's profilers and ltrace: each was the command, then none (review).
+        "/usr/local/cuda/bin/ncu --set full ./build/gemm",
+        "/usr/local/cuda-12.1/bin/nsys profile ./build/gemm",
+        "nsys profile -o report --trace cuda python train.py",
+        "/usr/bin/ltrace ./build/crash",
     ):
         assert read_ticket(f"$ {command}\n{crashed}").command == command, command
 
