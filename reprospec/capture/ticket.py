@@ -39,7 +39,14 @@ from reprospec.core.pythonargs import (
 )
 from reprospec.core.redact import credential_spans
 from reprospec.core.results import bare_type
-from reprospec.core.shellline import LAUNCHERS, RUNS_ANY, SHELLS, program_name, runs_python
+from reprospec.core.shellline import (
+    LAUNCHERS,
+    RUNS_ANY,
+    SHELLS,
+    launched_at,
+    program_name,
+    runs_python,
+)
 from reprospec.core.signals import (
     CRASH_SIGNALS,
     canonical_signal,
@@ -1141,11 +1148,12 @@ def _pythons_native_frame(frame: str) -> bool:
 
 def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str]) -> bool:
     """Whether `command` runs a program that is no Python and runs none by its name: not
-    Python, a `.py` script, a launcher or a shell, srun or mpirun (which run anything), a
-    shell script (`run.sh`), or a program here whose `#!` names Python or a shell (a
-    `./train` script of the sender's own): `runs_python`, capture's rule too. And only
-    on evidence that it is native: a debugger's stack of it (`native_frames`), or the
-    program here an ELF file. A `./train` that is not here may be the sender's Python
+    Python, a `.py` script, a launcher or a shell, a shell script (`run.sh`), or a program
+    here whose `#!` names Python or a shell (a `./train` script of the sender's own), nor
+    srun or mpirun of one of these or of a program not here (the program they run answers:
+    `mpirun -np 2 ./a.out`): `runs_python`, capture's rule too. And only on evidence that
+    it is native: a debugger's stack of it (`native_frames`), or the program here an ELF
+    file. A `./train` that is not here may be the sender's Python
     script: `$ ./train`, then `Segmentation fault (core dumped)` with no faulthandler, read
     as native, left the skeleton asking for no Python and no packages (review)."""
     words = _words(split_at_operator(command)[0])
@@ -1153,9 +1161,17 @@ def _runs_native(command: str, workdir: Path | None, native_frames: Sequence[str
     if at is None:
         return False
     word = words[at]
-    path = program_file(word, workdir) if workdir is not None and "/" in word else None
-    if runs_python(word, path):
+
+    def file_of(program: str) -> Path | None:
+        return program_file(program, workdir) if workdir is not None and "/" in program else None
+
+    path = file_of(word)
+    # srun's or mpirun's program answers, as capture's: by name they ran Python (review).
+    if runs_python(word, path, words[at + 1 :], file_of):
         return False
+    if program_name(word) in RUNS_ANY:
+        launched = launched_at(words[at + 1 :])
+        path = file_of(words[at + 1 + launched]) if launched is not None else None
     return bool(native_frames) or (path is not None and _is_elf(path))
 
 

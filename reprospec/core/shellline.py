@@ -138,6 +138,38 @@ LAUNCHERS = frozenset(
 )
 # The launchers that run any program, Python or not: the program they run answers.
 RUNS_ANY = frozenset({"srun", "mpirun"})
+# Their common options that take the next word as their value (`-np 2`, `-p debug`,
+# `--hostfile hosts`), and those that take two (`--mca btl self`, `-genv VAR value`): a
+# value was read as the program (`srun -p test ./x`: `test` on PATH, a file).
+_LAUNCH_VALUED = frozenset(
+    {"-n", "-np", "-N", "-p", "-c", "-t", "-A", "-J", "-o", "-e", "-w", "-x", "-G", "-C",
+     "-q", "-D", "-H", "-f", "-ppn", "-npernode", "-host", "-hosts", "-hostfile",
+     "-machinefile", "-wdir", "-map-by", "-bind-to", "--partition", "--nodes", "--ntasks",
+     "--time", "--account", "--job-name", "--output", "--error", "--nodelist", "--exclude",
+     "--gpus", "--gpus-per-node", "--gpus-per-task", "--cpus-per-task", "--mem", "--gres",
+     "--ntasks-per-node", "--qos", "--constraint", "--mpi", "--chdir", "--export",
+     "--cpu-bind", "--host", "--hostfile", "--machinefile", "--wdir", "--map-by",
+     "--bind-to", "--rank-by", "--npernode"}
+)  # fmt: skip
+_LAUNCH_TWO_VALUED = frozenset({"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env"})
+
+
+def launched_at(rest: Sequence[str]) -> int | None:
+    """Where the program srun or mpirun runs is among the words after it (`rest`): the
+    first past the launcher's options, their values and bare numbers; None where none is.
+    Only it answers what the line runs, not its own arguments (`./a.out input.py`)."""
+    at = 0
+    while at < len(rest):
+        word = rest[at]
+        if word in _LAUNCH_TWO_VALUED:
+            at += 3
+        elif word in _LAUNCH_VALUED:
+            at += 2
+        elif word.startswith("-") or word.isdigit():
+            at += 1
+        else:
+            return at
+    return None
 
 
 def program_name(word: str) -> str:
@@ -162,17 +194,18 @@ def runs_python(
     may: an interpreter (`python3`, `/opt/py/bin/python`, Windows' `python.exe`), a `.py`
     script, a shell or a shell script (`run.sh`), a launcher (`LAUNCHERS`); or `path`, the
     word's file where it is here, whose `#!` names Python (`shebang_python`: env's `-S`, uv's
-    trampoline) or a shell. srun and mpirun run any program: the words after them (`rest`,
-    each one's file here by `file_of`) answer, Python where one does or none is a file here
-    (`mpirun -np 2 ./a.out`, an ELF `a.out`, runs no Python). The one answer of capture's
-    (does a `python -I` run's spec keep its python) and a ticket's (is its program native:
-    capture/ticket.py `_runs_native`)."""
+    trampoline) or a shell. srun and mpirun run any program: the program they run
+    (`launched_at` in `rest`, its file here by `file_of`) answers, Python where it runs
+    Python or is no file here (`mpirun -np 2 ./a.out`, an ELF `a.out`, runs no Python). The
+    one answer of capture's (does a `python -I` run's spec keep its python) and a ticket's
+    (is its program native: capture/ticket.py `_runs_native`)."""
     name = program_name(word)
     if name in RUNS_ANY:
-        programs = [(w, file_of(w)) for w in rest if not w.startswith("-")]
-        if any(runs_python(w, found) for w, found in programs):
+        at = launched_at(rest)
+        if at is None:
             return True
-        return not any(found is not None and found.is_file() for _, found in programs)
+        found = file_of(rest[at])
+        return runs_python(rest[at], found) or found is None or not found.is_file()
     if is_python(name) or name in SHELLS or name in LAUNCHERS:
         return True
     if name.lower().endswith((".py", ".pyw", ".sh")):

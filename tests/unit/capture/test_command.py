@@ -542,6 +542,12 @@ def test_a_launcher_or_an_env_s_script_names_python(tmp_path: Path) -> None:
     assert not _names_python(["srun", "./a.out"], tmp_path)
     assert _names_python(["srun", "-n", "2", "python3", "t.py"], tmp_path)
     assert _names_python(["mpirun", "-np", "2", "./t"], tmp_path)
+    # The program alone answers, not its own arguments, nor an option's value: `input.py`
+    # pinned Python, and `-p test` (on PATH, /usr/bin/test) made `./missing` native (review).
+    assert not _names_python(["mpirun", "-np", "2", "./a.out", "input.py"], tmp_path)
+    assert not _names_python(["mpirun", "-np", "2", "./a.out", "--log", "run.sh"], tmp_path)
+    assert not _names_python(["mpirun", "--mca", "btl", "self", "./a.out"], tmp_path)
+    assert _names_python(["srun", "-p", "test", "./missing"], tmp_path)
 
 
 def test_a_program_under_an_unknown_users_home_is_read_as_typed(tmp_path: Path) -> None:

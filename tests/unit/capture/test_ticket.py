@@ -4378,6 +4378,12 @@ def test_a_native_programs_skeleton_asks_for_no_python_or_packages(tmp_path: Pat
     assert not read_ticket(segfault, tmp_path).native
     (tmp_path / "train").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(64))
     assert read_ticket(segfault, tmp_path).native
+    # mpirun's or srun's program answers, as capture's reader has it: by their names they
+    # read as Python's, and a native crash under mpirun asked for Python (review).
+    launched = "$ mpirun -np 2 ./train input.py\nSegmentation fault (core dumped)\n"
+    assert read_ticket(launched, tmp_path).native
+    assert read_ticket(launched.replace("mpirun -np 2", "srun -p debug"), tmp_path).native
+    assert not read_ticket(launched.replace("./train", "python3 train.py"), tmp_path).native
     # A `#!` line that runs Python by env's options, or uv's trampoline, is Python's.
     for head in ("#!/usr/bin/env -S python3 -u\n", "#!/bin/sh\n'''exec' '/x/python' \"$0\"\n"):
         (tmp_path / "crash").write_text(f"{head}import ctypes\n")
