@@ -251,7 +251,8 @@ def _word_files(word: str, how: int, workdir: Path, outside: bool, folder: str) 
             # `.venv/bin/python`: a link into this machine's interpreter, in an
             # environment made in the workdir, is the machine's, not the spec's.
             continue
-        if Path(candidate).expanduser().is_absolute():
+        # `~user` with no home is left as typed, relative: Path.expanduser raised there.
+        if os.path.isabs(os.path.expanduser(candidate)):  # noqa: PTH111, PTH117
             if how != _PROGRAM:
                 absolute.append(place)
         else:

@@ -262,3 +262,18 @@ def test_a_tilde_user_with_no_home_names_the_workdirs_file(tmp_path: Path) -> No
     script.parent.mkdir()
     script.write_text("print(1)\n")
     assert file_in("~nosuchuser-zz/x.py", tmp_path) == script.resolve()
+
+
+def test_a_tilde_user_with_no_home_above_the_workdir_is_no_traceback(tmp_path: Path) -> None:
+    # `~nosuchuser/../../x.py`, a file outside the workdir: its `~user` was expanded with
+    # Path.expanduser, which raised RuntimeError past every caller (review).
+    work = tmp_path / "proj"
+    work.mkdir()
+    (tmp_path / "x.py").write_text("print(1)\n")
+    spec = work / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: s\ncommand: '~nosuchuser-zz/../../x.py'\nexpect: {outcome: pass}\n"
+    )
+    plan = plan_run(reprospec.load_spec(spec), RunOptions()).attempts[0]
+    carried_files(plan)
+    program_files([plan])
