@@ -259,11 +259,15 @@ def remembered_failures() -> Iterator[None]:
     meanwhile, another thread's run, dropped a run's) (review)."""
     if not _scopes:
         _failures.clear()
-    _scopes.append(object())
+    # Its own token removed as it closes, not the last: scopes of runs on other threads
+    # close in any order, and the last popped another's, whose timeouts were then kept
+    # against the wrong scope (review).
+    token = object()
+    _scopes.append(token)
     try:
         yield
     finally:
-        _scopes.pop()
+        _scopes.remove(token)
         if not _scopes:
             _failures.clear()
 

@@ -530,5 +530,19 @@ def test_a_run_looks_again_for_an_interpreter_not_found_and_doctor_keeps_the_fai
         with build.remembered_failures(), pytest.raises(EnvBuildError):
             find_interpreter("3.99")
         assert searches.count("3.99") == 3
+        # Two runs' scopes (a VenvRunner's, from its start to its close, on two threads)
+        # closed out of order: the first's close popped the second's scope, and the
+        # second's timeout, kept in its own scope, was looked for again (review).
+        first, second = build.remembered_failures(), build.remembered_failures()
+        first.__enter__()
+        second.__enter__()
+        with pytest.raises(UvTimeout):
+            find_interpreter("timeout")
+        first.__exit__(None, None, None)
+        with pytest.raises(UvTimeout):
+            find_interpreter("timeout")
+        assert searches.count("timeout") == 6
+        second.__exit__(None, None, None)
+        assert not build._scopes
     finally:
         build.forget_interpreters()
