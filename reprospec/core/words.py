@@ -854,6 +854,12 @@ def noun(n: int, word: str, many: str = "") -> str:
     return word if n == 1 else many or word + "s"
 
 
+def attempts_not_stored(n: int, why: str) -> str:
+    """`1 attempt not stored (WHY); --resume runs it again`: the run's warning for the
+    attempts a commit at its end lost (one was "runs them again")."""
+    return f"{plural(n, 'attempt')} not stored ({why}); --resume runs {noun(n, 'it', 'them')} again"
+
+
 # The tag of a process in a stacks file that runs no Python (`sleep 100` a Python program
 # started and waits for): named there, with no stack, so a hang can sit in it.
 NOT_PYTHON = "[not Python]"

@@ -40,7 +40,13 @@ from reprospec.core.results import (
 )
 from reprospec.core.runoptions import SEARCH_PURPOSES, RunOptions
 from reprospec.core.sections import same_python
-from reprospec.core.words import RESOLVED_SPEC, agree, plural, set_aside_warning
+from reprospec.core.words import (
+    RESOLVED_SPEC,
+    agree,
+    attempts_not_stored,
+    plural,
+    set_aside_warning,
+)
 from reprospec.errors import InfraError, InterruptedBeforeRun, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
@@ -670,10 +676,7 @@ class _Keeper:
             with self._lock:
                 self.stored -= exc.lost
             if exc.lost:
-                first = str(exc).splitlines()[0]
-                self.unstored = (
-                    f"{plural(exc.lost, 'attempt')} not stored ({first}); --resume runs them again",
-                )
+                self.unstored = (attempts_not_stored(exc.lost, str(exc).splitlines()[0]),)
 
     def store_failed(self, exc: StoreError) -> None:
         """The store failed: the rows its failure took back (`lost`) are not stored."""

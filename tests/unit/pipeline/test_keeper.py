@@ -91,7 +91,7 @@ def test_a_row_held_as_a_failure_stopped_the_run_is_written_or_said_at_its_end()
             [],
             (
                 "1 attempt not stored (the results store s.db: cannot write to it: disk is"
-                " full); --resume runs them again",
+                " full); --resume runs it again",
             ),
         ),
     ]:
