@@ -58,8 +58,6 @@ class Execution:
     stderr_path: Path
     events_path: Path
     stack_path: Path | None = None
-    # The harness's env.json (a workload's attempt), where it wrote one; None for a command.
-    env_path: Path | None = None
     # The names in `log_dir` once the attempt was over and the runner had written what it
     # writes there, where the runner listed it (process/run.py): Evidence.read does not list
     # it again. None: not listed (the docker runner, an instance), and Evidence lists it.

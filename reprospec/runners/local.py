@@ -6,7 +6,6 @@ import contextlib
 import os
 import shlex
 import shutil
-import stat
 import sys
 import tempfile
 import threading
@@ -691,9 +690,6 @@ class LocalRunner:
             started=result.started,
             finished=result.finished,
             stack_path=result.stack_path,
-            # Only the harness writes env.json (a workload plan): a command's attempt is not
-            # stat'ed for it (~11 us each), and a file a command wrote there is its own.
-            env_path=_written(log_dir, "env.json") if plan.workload is not None else None,
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
@@ -799,16 +795,6 @@ class LocalRunner:
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
-
-
-def _written(folder: Path, name: str) -> Path | None:
-    """`folder/name` where it is a file with something in it, else None (one stat, on a str:
-    every workload's attempt asks for the harness's env.json)."""
-    try:
-        info = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118
-    except OSError:
-        return None
-    return folder / name if stat.S_ISREG(info.st_mode) and info.st_size else None
 
 
 def sanitizer_failure(returncode: int | None, log_dir: Path, files: AttemptFiles) -> str | None:

@@ -667,7 +667,6 @@ class DockerRunner:
             infra_error = not_started(raw, last) or (
                 f"the container could not run {program!r} (exit {raw}: {last})"
             )
-        env_json = log_dir / "env.json"
         return Execution(
             returncode=None if infra_error else returncode,
             timed_out=timed_out,
@@ -678,7 +677,6 @@ class DockerRunner:
             started=started,
             finished=finished,
             stack_path=stack_path,
-            env_path=env_json if env_json.is_file() and env_json.stat().st_size else None,
             infra_error=infra_error,
             interrupted=interrupted,
             warnings=tuple(warnings),

@@ -83,7 +83,6 @@ def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
     # pipeline makes it, empty, for an attempt that ran and did not pass).
     assert not ex.stderr_path.exists()
     assert ex.stack_path is None
-    assert ex.env_path is None
     assert ex.started.endswith("+00:00")
     assert ex.started <= ex.finished
     assert ex.duration_s > 0
@@ -218,17 +217,16 @@ def test_workload_runs_the_harness_with_cell_json(
         "workload": {"seed": 0, "phases": [{"name": "train", "steps": 2}]},
         "environment": plan.environment.to_json(),
     }
-    assert ex.env_path == tmp_path / "logs" / "env.json"
+    assert json.loads((tmp_path / "logs" / "env.json").read_text()) == {"python": "3"}
 
 
 def test_a_commands_env_json_is_its_own(runner: LocalRunner, tmp_path: Path) -> None:
-    # Only the harness's env.json (a workload's) is the engine's: a command that writes a file
-    # at REPROSPEC_ENV_JSON writes its own, and its attempt is not stat'ed for one.
+    # A command that writes a file at REPROSPEC_ENV_JSON writes its own: the engine reads
+    # no env.json of an attempt (Execution.env_path, which no one read, is gone: review).
     code = "import os; open(os.environ['REPROSPEC_ENV_JSON'], 'w').write('{}')"
     ex = runner.run(make_plan([PY, "-c", code]), tmp_path)
     assert ex.returncode == 0
     assert (tmp_path / "env.json").read_text() == "{}"
-    assert ex.env_path is None
 
 
 @pytest.mark.parametrize(
