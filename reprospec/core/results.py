@@ -60,7 +60,8 @@ class Execution:
     stack_path: Path | None = None
     # The names in `log_dir` once the attempt was over and the runner had written what it
     # writes there, where the runner listed it (process/run.py): Evidence.read does not list
-    # it again. None: not listed (the docker runner, an instance), and Evidence lists it.
+    # it again. None: not listed (the docker runner, an instance, cores kept in it after
+    # the listing, cuda-gdb's files), and Evidence lists it.
     names: frozenset[str] | None = None
     gpu_slot: tuple[str, ...] = ()
     infra_error: str | None = None

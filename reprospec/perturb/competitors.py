@@ -44,6 +44,11 @@ def start_load(
         raise PerturbRefused(f"perturb cpu_load/io_load not applied: {exc}") from None
 
 
+# The files the io_load writers make in the attempt's folder (perturb/load.py), removed
+# by stop_load once the attempt is over.
+IO_LOAD_FILES = "io-load-*.bin"
+
+
 def stop_load(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
     """End the competitors and remove the writers' files in `folder`: killed without grace
     (they would compete on), a writer cannot remove its own 16 MiB."""
@@ -61,7 +66,7 @@ def stop_load(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     start.stop_helper(proc, grace_s=0.0)
     _reap_group(proc.pid)
-    for written in folder.glob("io-load-*.bin"):
+    for written in folder.glob(IO_LOAD_FILES):
         with contextlib.suppress(OSError):
             written.unlink()
 

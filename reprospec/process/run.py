@@ -591,6 +591,10 @@ def run_process(
                 folder_names = folder_names | {native_stacks.JSON_NAME, native_stacks.TEXT_NAME}
             if found.unavailable and native_stacks.say_once(found.unavailable):
                 warnings.append(found.unavailable)
+        if native.keep_cores and native.out_dir == stack_dir:
+            # The cores kept were moved into the folder after its listing (cores.move_cores):
+            # Evidence lists it again, a debugging option's cost (review).
+            folder_names = None
     return ProcessResult(
         returncode=proc.returncode,
         timed_out=timed_out,

@@ -12,6 +12,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -673,8 +674,11 @@ class LocalRunner:
             refused_program = programs.refused_reason(log_dir)
         if refused_program is not None:
             return infra(refused_program, warnings)
-        # The folder's names as the attempt left it, for Evidence.read (one listing).
+        # The folder's names as the attempt left it, for Evidence.read (one listing); the
+        # competitors' files stop_load removed after it are not (review).
         names = result.names
+        if names is not None and load is not None:
+            names = frozenset(n for n in names if not fnmatchcase(n, competitors.IO_LOAD_FILES))
         if plan.environment.debug.cuda_coredump is not None:
             # cuda-gdb's files are written here, after the listing: Evidence lists again.
             names = None

@@ -251,6 +251,21 @@ def test_the_runners_listing_is_what_the_attempt_left(
     assert Evidence.read(ex) == Evidence.read(replace(ex, names=None))
 
 
+def test_the_listing_leaves_out_the_io_load_files_removed_after_it(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # perturb.io_load's writers fill `io-load-*.bin` in the attempt's folder, removed once
+    # the attempt is over, after the listing: the names still held them (review).
+    plan = attempt_plan(
+        [PY, "-c", "import time; time.sleep(1)"],
+        CHILDREN,
+        environment={"device": "cpu", "perturb": {"io_load": 1}},
+    )
+    ex = runner.run(plan, tmp_path)
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    assert ex.names == frozenset(p.name for p in tmp_path.iterdir())
+
+
 def test_markers_from_output(runner: LocalRunner, tmp_path: Path) -> None:
     markers = (
         Marker(pattern=r"\[PreSegmenter\] Running (?P<phase>\w+)"),
