@@ -214,6 +214,13 @@ def _loop_idle(path: Path) -> bool:
     return _LOOP_WAIT_FRAME.match(lines[at + 1]) is not None
 
 
+def _idle(idle: dict[int, bool], pid: int, path: Path) -> bool:
+    """`_loop_idle(path)`, kept in `idle` for `pid` until its dump changes size."""
+    if pid not in idle:
+        idle[pid] = _loop_idle(path)
+    return idle[pid]
+
+
 def wait_for_stack_files(
     stack_dir: Path, pids: Iterable[int], pause: Callable[[float], object] = time.sleep
 ) -> None:
@@ -232,6 +239,9 @@ def wait_for_stack_files(
     pending = list(pids)
     sizes: dict[int, int] = {}
     stable_since: dict[int, float] = {}  # when a pid's dump last stopped growing
+    # `_loop_idle`'s answer for a pid's dump at its size: read once, not at every poll
+    # past the grace, 40 reads of a file that had not changed (review).
+    idle: dict[int, bool] = {}
     done: set[int] = set()
     deadline = time.monotonic() + STACK_WAIT_S
     while len(done) < len(pending) and time.monotonic() < deadline:
@@ -245,11 +255,12 @@ def wait_for_stack_files(
             if size and size == sizes.get(pid):
                 since = stable_since.setdefault(pid, now)
                 if not _tasks_pending(path) or (
-                    now - since >= TASKS_GRACE_S and not _loop_idle(path)
+                    now - since >= TASKS_GRACE_S and not _idle(idle, pid, path)
                 ):
                     done.add(pid)
             else:
                 stable_since.pop(pid, None)
+                idle.pop(pid, None)
             sizes[pid] = size
 
 

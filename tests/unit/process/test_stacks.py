@@ -281,3 +281,25 @@ def test_a_dump_whose_main_thread_waits_in_the_loop_s_selector_waits_for_its_tas
 
     wait_for_stack_files(tmp_path, [7], pause)
     assert read_stack_dump(dump) == threads + task
+
+
+def test_a_loop_idle_dump_is_read_once_while_its_size_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the grace, the selector's dump was opened and read at every 20 ms poll until
+    # STACK_WAIT_S: its answer is kept until the dump changes size (review).
+    from reprospec.process import stacks
+
+    dump = tmp_path / "stack-7.txt"
+    dump.write_text(TASKS_FOLLOW + "Current thread 0x1 (most recent call first):\n")
+    reads: list[Path] = []
+
+    def loop_idle(path: Path) -> bool:
+        reads.append(path)
+        return True
+
+    monkeypatch.setattr(stacks, "_loop_idle", loop_idle)
+    monkeypatch.setattr(stacks, "TASKS_GRACE_S", 0.0)
+    monkeypatch.setattr(stacks, "STACK_WAIT_S", 0.5)
+    wait_for_stack_files(tmp_path, [7])
+    assert reads == [dump]
