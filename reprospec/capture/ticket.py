@@ -460,7 +460,7 @@ _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[^$#]*)?)?[$#>] +(?P<co
 # ships in its own `bin`, srun and mpirun) and the shells. Of the launchers, those that are
 # programs of their own, no environment's (uv, which its installers put in a `bin` of their
 # own: `~/.cargo/bin/uv`).
-_LAUNCHERS_BY_NAME = LAUNCHERS & {"uv"}
+_LAUNCHERS_BY_NAME = frozenset({"uv"})
 _PROGRAMS = ("python", "python3", *sorted(LAUNCHERS), "bash", "sh")
 # A line that names none of them as a word runs none: read before its shell split, which
 # every line of a 100k-line log paid (half of a 42 s capture --from-log).

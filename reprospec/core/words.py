@@ -848,6 +848,12 @@ def cells_not_run(kind: str = "", *, of: str = "it", that: str = "", why: str = 
     return f"{cells} is an infra error{f' ({why})' if why else ''}, not run"
 
 
+def names_them(problems: Sequence[str]) -> str:
+    """What the cells do that a problem doctor found makes infra errors, for
+    `cells_not_run`'s `that`: `names it` of one package's, `names one` of several."""
+    return "names it" if len(problems) == 1 else "names one"
+
+
 def noun(n: int, word: str, many: str = "") -> str:
     """`cell` for 1, `cells` for any other count: the word after a count written apart
     from it (`1/1 cell reproduced`, `3/4 attempts`, `0 other sets on the way`)."""

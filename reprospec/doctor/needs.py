@@ -353,7 +353,7 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
 
 def _spec_environment(env: Captured, needs: Needs) -> Check:
     """`check_spec_environment` but for the venv runner's cells without torch."""
-    from reprospec.core.words import cells_not_run  # (not read to import this module)
+    from reprospec.core.words import cells_not_run, names_them  # (not read to import this module)
 
     if needs.python is None and not needs.packages:
         return _NAMES_NONE
@@ -368,7 +368,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "fail",
             "; ".join(shadowed)
             + ": the venv runner's attempts inherit PYTHONPATH, so "
-            + cells_not_run(that=_names(shadowed)),
+            + cells_not_run(that=names_them(shadowed)),
             "unset PYTHONPATH for the run, or leave that folder out of it",
         )
     if packages and needs.runner == "local":
@@ -376,7 +376,7 @@ def _spec_environment(env: Captured, needs: Needs) -> Check:
             "spec-environment",
             "fail",
             "; ".join(packages)
-            + f": on the local runner {cells_not_run(that=_names(packages))}"
+            + f": on the local runner {cells_not_run(that=names_them(packages))}"
             + (f" (and {'; '.join(python)})" if python else ""),
             "install them into this interpreter, run with --python PATH of one that has them, "
             "or with --runner venv (it installs them; `doctor --runner venv` checks for that)",
@@ -442,23 +442,17 @@ def check_refused_packages(needs: Needs, why: str) -> Check:
 _NAMES_NONE = Check("spec-environment", "skipped", "the spec names no python version or packages")
 
 
-def _names(problems: Sequence[str]) -> str:
-    """What the cells do that a problem found makes infra errors, for `cells_not_run`:
-    `names it` of one package's, `names one` of several (review)."""
-    return "names it" if len(problems) == 1 else "names one"
-
-
 def _refused_check(needs: Needs, refused: Sequence[str], also: Sequence[str] = ()) -> Check:
     """`spec-environment` failed by what the runner refuses of any interpreter (`refused`),
     with what else the checked interpreter lacks (`also`): the one wording of
     `check_spec_environment` and `check_refused_packages`."""
-    from reprospec.core.words import cells_not_run
+    from reprospec.core.words import cells_not_run, names_them
 
     return Check(
         "spec-environment",
         "fail",
         "; ".join(refused)
-        + f": on the {needs.runner} runner {cells_not_run(that=_names(refused))}"
+        + f": on the {needs.runner} runner {cells_not_run(that=names_them(refused))}"
         + (f" (and {'; '.join(also)})" if also else ""),
         _REFUSED_TODO.get(needs.runner, ""),
     )
