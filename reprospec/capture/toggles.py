@@ -32,15 +32,10 @@ from reprospec.core.redact import (
     secret_option,
     sets_secret,
 )
+from reprospec.core.shellline import ENV_VALUE_LETTERS, ENV_VALUE_LONG
 from reprospec.outcome.pytestreport import is_pytest, takes_value
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
-from reprospec.plan.wrappers import (
-    ENV_PROGRAM,
-    ENV_VALUE_LETTERS,
-    ENV_VALUE_LONG,
-    unsure_wrapper,
-    wrapped,
-)
+from reprospec.plan.wrappers import ENV_PROGRAM, unsure_wrapper, wrapped
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)

@@ -118,8 +118,9 @@ def shebang_python(path: Path) -> str | None:
     if is_python(words[0]):  # the one rule for an interpreter's name (python3.13t, pypy3)
         return words[0]
     base = os.path.basename(words[0])  # noqa: PTH119 (a word, not a path of this machine)
-    if base == "env":
-        return next((word for word in words[1:] if is_python(word)), None)
+    if base == "env":  # the program env runs, past its options (`-S`, `-u HOME`)
+        program = _env_program(words[1:])
+        return program if is_python(program) else None
     if base == "sh" and len(lines) > 1 and lines[1].startswith(_TRAMPOLINE):
         try:
             parts = shlex.split(os.fsdecode(lines[1]))
@@ -223,9 +224,17 @@ def runs_python(
     return name in SHELLS
 
 
-# env's options that take the next word as their value (`-u HOME`, `--chdir DIR`); not
-# `-S`, whose string a `#!` line's words already hold split (plan/wrappers.py's grammar).
-_ENV_VALUED = frozenset({"-u", "-C", "-a", "--unset", "--chdir", "--argv0"})
+# GNU env's options that take a value: `-u NAME`, `-C DIR`, `-S STRING`, `-a ARG0`; the
+# one list of them, for plan/wrappers.py's grammar of env (core imports no plan) and
+# capture's reader of a command's env (capture/toggles.py).
+ENV_VALUE_LETTERS = "uCSa"
+ENV_VALUE_LONG = ("--unset", "--chdir", "--split-string", "--argv0")
+# Those that take the next word in a `#!` line: not `-S`, whose string its words already
+# hold split.
+_ENV_VALUED = frozenset(
+    {f"-{letter}" for letter in ENV_VALUE_LETTERS if letter != "S"}
+    | {option for option in ENV_VALUE_LONG if option != "--split-string"}
+)
 
 
 def _env_program(words: Sequence[str]) -> str:

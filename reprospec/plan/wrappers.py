@@ -24,14 +24,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core.frozen import frozen
+from reprospec.core.shellline import ENV_VALUE_LETTERS, ENV_VALUE_LONG
 
 # A `NAME=value` word: before the program, a variable of its environment.
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=", re.S)
 # The `env` program, by any path.
 ENV_PROGRAM = re.compile(r"^(?:\S*/)?env$")
-# GNU env's options that take a value: `-u NAME`, `-C DIR`, `-S STRING`, `-a ARG0`.
-ENV_VALUE_LETTERS = "uCSa"
-ENV_VALUE_LONG = ("--unset", "--chdir", "--split-string", "--argv0")
 
 
 @frozen
@@ -171,7 +169,7 @@ WRAPPERS: Mapping[str, Wrapper] = {
 # optional value, only ever `=SIG` (a next word is never theirs).
 _ENV = Wrapper(
     "iv0",
-    "uCa",
+    ENV_VALUE_LETTERS.replace("S", ""),
     (
         "--ignore-environment",
         "--null",
@@ -183,7 +181,7 @@ _ENV = Wrapper(
         "--help",
         "--version",
     ),
-    ("--unset", "--chdir", "--argv0"),
+    tuple(option for option in ENV_VALUE_LONG if option != "--split-string"),
     hides_letters="S",
     hides_long=("--split-string",),
 )

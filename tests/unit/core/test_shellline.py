@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.shellline import runs_a_substitution, runs_python, skeleton
+from reprospec.core.shellline import runs_a_substitution, runs_python, shebang_python, skeleton
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,17 @@ def test_what_runs_python(tmp_path: Path) -> None:
     for line, expected in lines.items():
         (tmp_path / "t").write_text(line)
         assert runs_python("./t", tmp_path / "t") is expected, line
+
+
+def test_an_env_shebang_names_the_python_env_runs(tmp_path: Path) -> None:
+    # env's words read by the one grammar (`_env_program`): the program past its options
+    # and assignments, not the first word that reads as Python anywhere (review).
+    script = tmp_path / "t"
+    for line, python in [
+        ("#!/usr/bin/env python3", "python3"),
+        ("#!/usr/bin/env -S python3 -u", "python3"),
+        ("#!/usr/bin/env -u HOME PYTHONUNBUFFERED=1 python3.12", "python3.12"),
+        ("#!/usr/bin/env bash python3", None),
+    ]:
+        script.write_text(f"{line}\nprint(1)\n")
+        assert shebang_python(script) == python, line
