@@ -26,7 +26,13 @@ expect: {{outcome: pass}}
 
 def _spec(tmp_path: Path, name: str, perturb: str) -> Path:
     spec = tmp_path / name
-    code = 'import os, sys; print(sys.getswitchinterval(), os.getenv("PYTHONHASHSEED"))'
+    # Each attempt outlives the slack after the one before it (its line comes 0.25 to 0.3 s
+    # after its end): the cancel at the first attempt's line stops the run before its last
+    # attempt ends, where three quick attempts could all end first on a loaded machine.
+    code = (
+        'import os, sys, time; print(sys.getswitchinterval(), os.getenv("PYTHONHASHSEED")); '
+        "time.sleep(0.5)"
+    )
     spec.write_text(_SPEC.format(perturb=perturb, python=sys.executable, code=code))
     return spec
 
