@@ -3,12 +3,7 @@ subreaper's adopted orphan is reaped, a Popen still to be waited for is left to 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
-from tests.support.cli import ROOT
+from tests.support.script import json_of
 
 CHILD = """
 import json, os, subprocess, sys, time
@@ -36,16 +31,7 @@ print(json.dumps({"orphan": orphan, "reaped": reaped, "owned": owned.wait(timeou
 
 
 def test_an_adopted_orphan_is_reaped_and_a_popen_keeps_its_status() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    seen = json_of(CHILD)
     assert seen["reaped"] == [seen["orphan"]]  # the orphan, and only it
     assert seen["owned"] == 3  # the Popen's own wait still got its exit status
     assert seen["again"] == []

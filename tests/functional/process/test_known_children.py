@@ -5,12 +5,7 @@ looked at."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
-from tests.support.cli import ROOT
+from tests.support.script import json_of
 
 CHILD = """
 import json, os, signal, subprocess, threading
@@ -59,16 +54,8 @@ print(json.dumps(seen))
 
 
 def test_an_orphan_is_seen_and_another_threads_child_is_not_looked_at() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {
+    seen = json_of(CHILD)
+    assert seen == {
         # Another attempt's root, or a helper: never a process of this attempt.
         "another thread's child": True,
         "an orphan": False,
@@ -109,13 +96,5 @@ print(json.dumps(seen))
 
 
 def test_the_watchdog_alone_is_read_once() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", WATCHED],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"alone": True, "reads": 1, "an orphan after it": False}
+    seen = json_of(WATCHED)
+    assert seen == {"alone": True, "reads": 1, "an orphan after it": False}

@@ -117,23 +117,11 @@ def test_a_pooled_cgroup_keeps_its_count_of_refusals_open(tmp_path: Path) -> Non
     refused to a shell that then exits (nothing left of it) is still the first
     attempt's warning, and not the second's, in the same cgroup. The descriptor goes with
     the pool."""
-    import json
-    import subprocess
-    import sys
 
     from reprospec.core.words import process_limit_reached
-    from tests.support.cli import ROOT
+    from tests.support.script import json_of
 
-    done = subprocess.run(
-        [sys.executable, "-c", POOLED, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    seen = json_of(POOLED, str(tmp_path))
     if "skip" in seen:
         import pytest
 
@@ -143,4 +131,4 @@ def test_a_pooled_cgroup_keeps_its_count_of_refusals_open(tmp_path: Path) -> Non
         "alone": [0, None],
         "kept": ["/pids.events"],
         "after": [],
-    }, done.stderr
+    }, seen
