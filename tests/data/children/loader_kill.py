@@ -4,7 +4,8 @@ not say so first: the main process's error names no signal.
 torch learns of a dead worker two ways, and they race: its SIGCHLD handler raises "DataLoader
 worker (pid N) is killed by signal: Killed.", while a main process already waiting on the
 data queue fails on its own: a ConnectionResetError where it was fetching a batch the worker
-had just sent, or, at its next check of the workers, "DataLoader worker (pid(s) N) exited
+had just sent, an EOFError where it was taking that batch's shared-memory handle from the
+worker, or, at its next check of the workers, "DataLoader worker (pid(s) N) exited
 unexpectedly" (no signal). This program takes the second way every time: it puts the default
 SIGCHLD action back once the loader's workers have started (as a library that sets its own
 handler does), so only the main process's check sees the death.
