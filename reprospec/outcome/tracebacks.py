@@ -551,7 +551,10 @@ def _lines(text: str) -> list[str]:
 
 
 def _chains(lines: list[str]) -> list[_Chain]:
-    """Every chain of tracebacks in `lines`, in the order printed."""
+    """Every chain of tracebacks in `lines`, in the order printed. An exception of a chain
+    that was never raised (`raise ExceptionGroup(...) from ValueError("root")`: the cause
+    was only made) prints no traceback, only its own lines above the link (`_unraised`):
+    it keeps its place in the chain, as a raised one does."""
     chains: list[_Chain] = []
     for index, line in enumerate(lines):
         if not _TB_HEADER.match(line):
@@ -560,15 +563,81 @@ def _chains(lines: list[str]) -> list[_Chain]:
         if exception is None:
             continue
         link = _link_before(lines, index)
+        unraised: list[PythonException] = []
+        first = index
+        if link is not None:
+            unraised, first, continues = _unraised(lines, index, chains[-1].last if chains else -1)
+            if unraised:
+                link = _link_before(lines, first) if continues else None
         if link is not None and chains:
             chain = chains[-1].exceptions
             chain[-1] = replace(chain[-1], link=link)
-            chain.append(exception)
+            chain += [*unraised, exception]
             chains[-1] = chains[-1]._replace(last=index)
         else:
-            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
-            chains.append(_Chain(_traceback_context(lines, index), index, [exception], index))
+            # A new chain: it is what its first block is (uncaught, a thread's, ignored);
+            # led by an unraised exception, what the line above that one says too.
+            context = _traceback_context(lines, index)
+            if unraised and context == "uncaught":
+                context = _traceback_context(lines, first)
+            chains.append(_Chain(context, first, [*unraised, exception], index))
     return chains
+
+
+def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonException], int, bool]:
+    """The exceptions of a chain printed with no traceback (never raised) just above the
+    traceback at `header`, which a link line follows: CPython prints each as its exception
+    line and message alone (`ValueError: root`), a group as its `| ` lines; primary first,
+    each with the link below it. Also the line the first of them begins at, and whether a
+    link line stands above it (the chain goes on above it: a traceback's block).
+
+    Read back from the link line, a blank-separated block at a time, above `floor` (the
+    header of the last block read already), while a block is an exception's, not a
+    traceback's (a header or a frame in it). A first block below no link line may be a
+    paragraph of the message the traceback above printed (`RuntimeError: x`, a blank line,
+    `Hint: y`): within a message's length of that traceback's exception line it is left to
+    that traceback, as it always was."""
+    found: list[tuple[PythonException, int]] = []
+    at = _link_index(lines, header)
+    while at is not None:
+        end = at - 1
+        while end > floor and not lines[end].strip():
+            end -= 1
+        start = end
+        while start - 1 > floor and lines[start - 1].strip():
+            start -= 1
+        block = lines[start : end + 1]
+        if end <= floor or any(
+            TRACEBACK_HEADER in text or STACK_FRAME.match(text) for text in block
+        ):
+            break
+        exception = _bare_exception(block)
+        if exception is None:
+            break
+        link = _LINKS[_GROUP_PREFIX.sub("", lines[at]).strip()]
+        found.insert(0, (replace(exception, link=link), start))
+        at = _link_index(lines, start)
+    if found and at is None and floor >= 0:
+        above = _exception_index(lines, floor)
+        if above is not None and found[0][1] - above <= _MAX_MESSAGE_LINES:
+            # The traceback's own paragraph: the rest are under the link line below it.
+            found.pop(0)
+            at = 0
+    if not found:
+        return [], header, False
+    return [exception for exception, _ in found], found[0][1], at is not None
+
+
+def _bare_exception(block: list[str]) -> PythonException | None:
+    """The exception a block of lines with no traceback prints: `ValueError: root` and its
+    message's lines, or a group's `| ` lines and its members; None where its first line is
+    neither."""
+    bar = _GROUP_BAR.match(block[0])
+    if bar is not None and len(bar["indent"]) == 2 and EXCEPTION_LINE.match(bar["content"]):
+        return exception_after([_GROUP_HEADER, *block], 0)
+    if block[0][:1].isspace():
+        return None  # a frame's or a message's line, not an exception's
+    return exception_after([_PLAIN_HEADER, *block], 0)
 
 
 def went_on(exception: PythonException) -> PythonException:
@@ -649,12 +718,19 @@ def current_thread_first(stack: str) -> str:
 
 def _link_before(lines: list[str], header: int) -> str | None:
     """How the traceback at `header` continues a chain ("context", "cause"); None: it starts one."""
+    index = _link_index(lines, header)
+    return None if index is None else _LINKS[_GROUP_PREFIX.sub("", lines[index]).strip()]
+
+
+def _link_index(lines: list[str], header: int) -> int | None:
+    """The line of the link (`The above exception was the direct cause ...`) above the
+    block that begins at `header`, past blank lines; None where another line stands there."""
     index = header - 1
     while index >= 0 and not _GROUP_PREFIX.sub("", lines[index]).strip():
         index -= 1
-    if index < 0:
+    if index < 0 or _GROUP_PREFIX.sub("", lines[index]).strip() not in _LINKS:
         return None
-    return _LINKS.get(_GROUP_PREFIX.sub("", lines[index]).strip())
+    return index
 
 
 def _quoted(lines: list[str], header: int) -> bool:
@@ -673,40 +749,48 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
     from."""
     group = "Exception Group" in lines[header]
     quoted = _quoted(lines, header)
-    index = header + 1
-    while index < len(lines):
+    index = _exception_index(lines, header)
+    if index is None:
+        return None
+    line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
+    match = EXCEPTION_LINE.match(line.rstrip())
+    if match is None:
+        return None  # interleaved output: not a traceback we can trust
+    message_lines = [match["message"]] if match["message"] is not None else []
+    reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
+    most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
+    for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
+        if group:
+            # Inside a group a message's first line is prefixed, 3.11 prints the rest
+            # bare (`  | ExceptionGroup: first` then `second (1 sub-exception)`: the
+            # message was `first`); "+-+----" starts a member.
+            if _GROUP_PREFIX.match(extra):
+                extra = _GROUP_PREFIX.sub("", extra)
+            elif _GROUP_RULE.match(extra) or not _continues_a_group(lines, at):
+                break
+        if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
+            break
+        if quoted and _QUOTES.match(extra):
+            break
+        if not message_lines:
+            break  # `KeyboardInterrupt` alone: what follows is other output
+        message_lines.append(extra)
+    message = "\n".join(message_lines).strip() or None
+    members = _group_members(lines, index + 1) if group else ()
+    return PythonException(match["type"], message, members=members)
+
+
+def _exception_index(lines: list[str], header: int) -> int | None:
+    """The line after the frames of the traceback whose header is `lines[header]`: its
+    exception's, where it is one; None where the lines end first."""
+    group = "Exception Group" in lines[header]
+    for index in range(header + 1, len(lines)):
         line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
         # A frame's lines are indented; a blank one stands among them where CPython printed
         # a frame's source line empty (a SIGCHLD handler that ran on a `def` line), and
         # ended the traceback there: the RuntimeError after it was lost (`error exit 1`).
-        if line[:1].isspace() or not line:
-            index += 1
-            continue
-        match = EXCEPTION_LINE.match(line.rstrip())
-        if match is None:
-            return None  # interleaved output: not a traceback we can trust
-        message_lines = [match["message"]] if match["message"] is not None else []
-        reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
-        most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
-        for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
-            if group:
-                # Inside a group a message's first line is prefixed, 3.11 prints the rest
-                # bare (`  | ExceptionGroup: first` then `second (1 sub-exception)`: the
-                # message was `first`); "+-+----" starts a member.
-                if _GROUP_PREFIX.match(extra):
-                    extra = _GROUP_PREFIX.sub("", extra)
-                elif _GROUP_RULE.match(extra) or not _continues_a_group(lines, at):
-                    break
-            if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
-                break
-            if quoted and _QUOTES.match(extra):
-                break
-            if not message_lines:
-                break  # `KeyboardInterrupt` alone: what follows is other output
-            message_lines.append(extra)
-        message = "\n".join(message_lines).strip() or None
-        members = _group_members(lines, index + 1) if group else ()
-        return PythonException(match["type"], message, members=members)
+        if not (line[:1].isspace() or not line):
+            return index
     return None
 
 

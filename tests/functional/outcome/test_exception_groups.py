@@ -189,3 +189,59 @@ def test_a_task_groups_memory_error_under_environment_memory_is_said_to_be_the_l
     assert result.code == 0, result.stdout + result.stderr
     assert "ExceptionGroup[MemoryError]" in result.stdout, result.stdout
     assert "at its memory limit (200.0 MiB, environment.memory)" in result.stdout, result.stdout
+
+
+_UNRAISED = textwrap.dedent(
+    """
+    import sys
+    kind = sys.argv[1]
+    if kind == "group":
+        raise ExceptionGroup("group", [TypeError("inner")]) from ValueError("root")
+    elif kind == "plain":
+        raise RuntimeError("top") from ValueError("root")
+    else:
+        # A cause made, never raised, whose own cause was raised: the chain's middle link.
+        try:
+            raise KeyError("first")
+        except KeyError as first:
+            middle = ValueError("root")
+            middle.__cause__ = first
+            raise RuntimeError("top") from middle
+    """
+)
+
+
+def test_a_cause_never_raised_keeps_its_place_in_the_chain(cli: Cli, tmp_path: Path) -> None:
+    """`raise ExceptionGroup(...) from ValueError("root")`: a cause never raised prints no
+    traceback, only `ValueError: root` above the link line, and the chain dropped it:
+    `expect.exception: ValueError` missed, and the report named no cause. Read from the
+    program's own record and, under `python -S` (no hooks), from stderr alike."""
+    (tmp_path / "unraised.py").write_text(_UNRAISED)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: unraised\nmatrix:\n  kind: [group, plain, middle]\n"
+        "  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} unraised.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect:\n  outcome: error\n  exception: ValueError\n  message: '^root$'\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    chains = {
+        cell["id"]: [
+            (link["type"], link["message"], link["link"])
+            for link in cell["attempts"][0]["outcome"]["chain"]
+        ]
+        for cell in result.results()["cells"]
+    }
+    root = ("ValueError", "root", "cause")
+    for python in ("python", "python -S"):
+        assert chains[f"kind=group,python={python}"] == [
+            root,
+            ("ExceptionGroup", "group (1 sub-exception)", None),
+        ], chains
+        assert chains[f"kind=plain,python={python}"] == [root, ("RuntimeError", "top", None)]
+        assert chains[f"kind=middle,python={python}"] == [
+            ("KeyError", "'first'", "cause"),
+            root,
+            ("RuntimeError", "top", None),
+        ], chains
