@@ -599,6 +599,10 @@ def _capture(
         None,
     )
 
+    # Whether Python ran, or may have: what ran recorded modules, or the command runs it.
+    ran_python = bool(
+        modules or installed or searched(run_dir, attempts) or _names_python(request.argv, workdir)
+    )
     final = _draft(
         request,
         proposal,
@@ -613,12 +617,10 @@ def _capture(
         # pinned for it, a run warning on every machine with another Python.
         python=(
             pinned.python or (None if request.python is None and elsewhere is None else "")
-            if modules
-            or installed
-            or searched(run_dir, attempts)
-            or _names_python(request.argv, workdir)
+            if ran_python
             else ""
         ),
+        runs_python=ran_python,
         observed=observed,
         hydra=hydra,
         last_import=last_import,
@@ -1347,6 +1349,9 @@ def _draft(
     files: tuple[str, ...] = (),
     packages: tuple[str, ...] = (),
     python: str | None = None,  # the interpreter's version; None: the engine's own
+    # Whether Python ran or may (False: a C program's): the interpreter's variables of the
+    # shell are relevant only then (footprint.environment_lines).
+    runs_python: bool = True,
     observed: Observed | None = None,
     hydra: tuple[str, ...] = (),
     last_import: str | None = None,
@@ -1387,7 +1392,11 @@ def _draft(
         python=f"{sys.version_info.major}.{sys.version_info.minor}" if python is None else python,
         packages=packages,
         env=reaching(
-            with_import_roots(environment_lines(os.environ, proposal, uses_torch), local, workdir),
+            with_import_roots(
+                environment_lines(os.environ, proposal, uses_torch, python=runs_python),
+                local,
+                workdir,
+            ),
             proposal,
         ),
         matrix=axes,

@@ -65,6 +65,11 @@ ENV_PREFIXES = (
     "TRANSFORMERS_",
     "PYTHON",
 )
+# The interpreter's own knobs (PYTHONUNBUFFERED, PYTHONDONTWRITEBYTECODE, ...): relevant only
+# where the command runs Python, or may. A C program's spec carried the shell's
+# PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED, written "not tested by a rerun without it"
+# (the verify does not test these, verify.py `relevant`), where no interpreter read them.
+INTERPRETER_PREFIX = "PYTHON"
 
 
 # The comments of a relevant variable of the shell (ENV_PREFIXES) in the spec: as written
@@ -370,10 +375,13 @@ def with_import_roots(
 
 
 def environment_lines(
-    environ: Mapping[str, str], proposal: Proposal, uses_torch: bool
+    environ: Mapping[str, str], proposal: Proposal, uses_torch: bool, *, python: bool = True
 ) -> tuple[EnvLine, ...]:
     """`environment.env`: the command's own `VAR=value` words, then the relevant variables
-    set here; a secret-looking one is read back through `${{ env.X }}`, never written."""
+    set here; a secret-looking one is read back through `${{ env.X }}`, never written.
+    `python`: whether the command runs Python, or may; where it does not, the interpreter's
+    variables (INTERPRETER_PREFIX) are the shell's like any other, which the verify leaves
+    out and narrowing writes only where the failure needs them."""
     lines: dict[str, EnvLine] = {}
     for name, value in proposal.env:
         # The command's own words, judged as it judged them (`Proposal.secrets`): a plain
@@ -386,7 +394,7 @@ def environment_lines(
     for name in sorted(environ):
         if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
             continue
-        if name.startswith(ENV_PREFIXES):
+        if name.startswith(ENV_PREFIXES) and (python or not name.startswith(INTERPRETER_PREFIX)):
             # Said, as a variable the failure needs is: a reader took `OPENBLAS_CORETYPE:
             # Haswell` for a setting the failure was shown to need. The verify tests it where
             # the failure came back (verify.py `_relevant`) and says what it found.

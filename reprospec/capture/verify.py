@@ -33,6 +33,7 @@ from reprospec import native
 from reprospec.capture.alsoseen import came_back
 from reprospec.capture.footprint import (
     HIDE_INSTALLS_VAR,
+    INTERPRETER_PREFIX,
     RECORD_IMPORTS_VAR,
     RELEVANT_NOT_NEEDED,
     RELEVANT_UNTESTED,
@@ -317,7 +318,7 @@ def verify(
     relevant = tuple(
         line.name
         for line in draft.env
-        if line.comment == RELEVANT_UNTESTED and not line.name.startswith("PYTHON")
+        if line.comment == RELEVANT_UNTESTED and not line.name.startswith(INTERPRETER_PREFIX)
     )
     if done.verified and signature != "pass" and relevant:
         # The relevant variables the spec writes as the shell set them were in every rerun
