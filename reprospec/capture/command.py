@@ -51,6 +51,7 @@ from reprospec.capture.footprint import (
     imported,
     installed_modules,
     local_note,
+    native_hang_frame,
     pins,
     program_imports,
     reaching,
@@ -515,6 +516,12 @@ def _capture(
             frame = None  # the stacks' first frame is the main process's, only waiting
         else:
             frame = next((f for s in stacks if (f := crash_frame(s, workdir))), None)
+            if frame is None and observed.outcome.kind == "hang":
+                # No Python stack (a C program's): its native stacks name where it sat.
+                frame = native_hang_frame(
+                    run_dir,
+                    (a for a in attempts if a.ran and a.ran.signature == observed.signature),
+                )
         observed = replace(observed, frame=frame)
     beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
     if beside and observed.outcome is not None and observed.outcome.kind == "pass":
@@ -1103,6 +1110,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         return {}, {}
     expect: JsonObject = {"outcome": outcome.kind}
     comments: dict[str, str] = {}
+    placed = ""  # a hang's place, said on `outcome`: the "also seen" note goes after it
     # Which process failed decides the crash's exception and the step (one rule with
     # --from-log's); an error's exception is read below, with its traceback.
     keys = process_keys(
@@ -1207,15 +1215,20 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             + (f" ({_short(child.cmdline)})" if child.cmdline else "")
             + (f" died of {child.signal}" if child.signal else " terminated abruptly")
         )
-    if observed.others and "outcome" not in comments:
+    elif outcome.kind == "hang" and observed.frame:
+        # Where it sat, as the title says and a crash's `signal` comment names its frame:
+        # `expect` has no key for a place, and a C program's hang read `outcome: hang` alone.
+        comments["outcome"] = placed = f"hung in {observed.frame}"
+    if observed.others and comments.get("outcome", placed) == placed:
         other = observed.others[0]
         more = (
             f" and {plural(len(observed.others) - 1, 'other')}" if len(observed.others) > 1 else ""
         )
-        comments["outcome"] = (
+        seen = (
             f"also seen: {other.signature} in {other.matched}/{other.attempts}{more}; "
             "the description says how to expect it"
         )
+        comments["outcome"] = f"{comments['outcome']}; {seen}" if "outcome" in comments else seen
     bound = rate_bound(observed.matched, observed.attempts)
     if bound is not None:
         expect["rate"] = bound

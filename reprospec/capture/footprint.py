@@ -902,6 +902,22 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
     return frame_name(chosen["function"], chosen["file"], chosen["line"], workdir)
 
 
+def native_hang_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None:
+    """`clock_nanosleep@libc<-main@nap`: where a hang with no Python stack sat, from the
+    native stacks read of its live processes (native-stacks.json; `native.hung_frame`), of
+    the first of `attempts` that has them. A C program's hang was titled `./nap: hang`, its
+    expect saying nothing of where, though its stacks showed `nanosleep` in `main`."""
+    from reprospec import native
+
+    for attempt in attempts:
+        if attempt.stack:
+            continue  # a Python stack names the place (crash_frame), or nothing does
+        stacks = native.read(run_dir / attempt.logs)
+        if stacks is not None and (frame := native.hung_frame(stacks)) is not None:
+            return frame
+    return None
+
+
 def frame_name(function: str, file: str, line: int | str, workdir: Path) -> str:
     """`__getitem__ (data/set.py:12)`: a frame as a spec names it, by its path from the
     workdir, else by its file's name (the capturer's folders stay out of a spec to send).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -137,7 +138,33 @@ def signature_frame(stacks: NativeStacks, pid: int | None = None) -> str | None:
     thread = process.crashing_thread if process else None
     if thread is None:
         return None
-    frames = [f for f in fault_frames(thread) if f.function or f.library]
+    return _named_place(fault_frames(thread))
+
+
+def hung_frame(stacks: NativeStacks) -> str | None:
+    """`clock_nanosleep@libc<-main@nap`: where a hang sits in native code, named as a crash's
+    signature frame is (`_named_place`), for a program with no Python stack to name it (a C
+    program's hang was titled `./nap: hang`, where a crash names its frame). Of the first
+    process read live that is not a shell only waiting for its child (`shell_waiting`: the
+    `/bin/sh -c` of a string command), the thread `hung_thread_order` ranks first (one on a
+    mutex before one that sleeps). None where no such thread has a named frame."""
+    from reprospec.native.stacks import hung_thread_order
+
+    for process in stacks.processes:
+        if process.source != "attach" or not process.threads or shell_waiting(process):
+            continue
+        threads = process.threads
+        order = hung_thread_order(
+            [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
+        )
+        return _named_place(threads[order[0]].frames)
+    return None
+
+
+def _named_place(frames: Sequence[Frame]) -> str | None:
+    """A thread's place from its innermost frame down: that frame, and where it is in the
+    C runtime or the interpreter, the first caller outside it (whose code called in)."""
+    frames = [f for f in frames if f.function or f.library]
     if not frames:
         return None
     top = frames[0]

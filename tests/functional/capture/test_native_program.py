@@ -1,5 +1,5 @@
 """`reprospec capture -- ./prog` of a real C program, built with cc in the test's folder: what
-its spec carries of the shell's variables."""
+its spec carries of the shell's variables, and where its hang is said to sit."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec import native
 from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.load import load_spec
 from tests.support.cli import Cli, CliResult
@@ -18,6 +19,24 @@ CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc) to build the program")
 
 _SEGFAULT = "int main(void) { volatile int *p = 0; *p = 1; return 0; }\n"
+
+# A real deadlock among three threads: `work` waits on a mutex main holds, main joins it, and
+# a heartbeat sleeps beside them (what a hung process's first thread often is).
+_DEADLOCK = """\
+#include <pthread.h>
+#include <unistd.h>
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static void *beat(void *arg) { for (;;) sleep(1); return arg; }
+static void *work(void *arg) { pthread_mutex_lock(&held); return arg; }
+int main(void) {
+    pthread_t b, w;
+    pthread_mutex_lock(&held);
+    pthread_create(&b, 0, beat, 0);
+    pthread_create(&w, 0, work, 0);
+    pthread_join(w, 0);
+    return 0;
+}
+"""
 
 
 def built(folder: Path, name: str, source: str) -> None:
@@ -69,3 +88,26 @@ def test_a_c_program_s_spec_carries_none_of_the_shell_s_python_settings(
     expect = spec["expect"]
     assert isinstance(expect, dict)
     assert (expect["outcome"], expect["signal"]) == ("crash", "SIGSEGV")
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_c_program_s_hang_is_titled_and_expected_where_its_native_stack_sits(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `./lock: hang`, with `expect: {outcome: hang}` and nothing of where, though its native
+    # stacks showed `work` on a held mutex: a Python hang is titled by its frame, and a
+    # crash's signal comment names its frame. Of the three threads, the one on the mutex
+    # names it, not main's join nor the heartbeat's sleep.
+    work = tmp_path / "lock"
+    built(work, "lock", _DEADLOCK)
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "./lock", env={})
+    spec = document(work)
+    title = spec["title"]
+    assert isinstance(title, str)
+    assert title.startswith("./lock: hang in "), title
+    assert title.endswith("<-work@lock"), title
+    place = title.removeprefix("./lock: hang in ")
+    assert "@libc" in place.split("<-")[0], place  # the C library's wait it blocks in
+    text = (work / "spec.yaml").read_text()
+    assert f"outcome: hang  # hung in {place}\n" in text, text
