@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec.core.words import plural
+from reprospec.core.words import agree, cells_not_run, plural
 from reprospec.doctor import Check, Needs
 from reprospec.doctor.needs import named_cells
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _UNSATISFIABLE_TODO = (
     "name versions the index has (`uv pip compile` of the same list says which is missing), "
-    "or give the wheelhouse that has them with --find-links DIR, to doctor as to run"
+    "or give the wheelhouse that has them with --find-links DIR (to doctor and to run alike)"
 )
 _UNKNOWN_TODO = (
     "make the index reachable (your uv or pip configuration's, or --find-links DIR): the venv "
@@ -37,6 +37,12 @@ _OR_SILENT = ", or make the index reachable if it is silent"
 # Of an unknown answer that is neither (uv's own error: a requirement it cannot parse, a
 # local path not there, uv not run or crashed), which was told to make the index reachable.
 _FAILED_TODO = "run `uv pip compile` of that list alone in the spec's folder to see uv's error"
+# Of a build doctor stopped at the resolve's timeout while it ran (`Resolved.slow`), which was
+# told to run `uv pip compile` to see an error there is none of.
+_SLOW_TODO = (
+    "nothing is known wrong: run the spec once with --runner venv (its build waits for it), "
+    "after which doctor reuses the venv it built"
+)
 # A timeout is one long list's backtracking as likely as a silent index, which says nothing
 # of the other lists: they are asked still, up to this many timeouts (each up to 120 s).
 _TIMEOUTS = 2
@@ -75,10 +81,12 @@ def resolve_check(
     waited out uv's network timeouts again; nor once two lists ran past the resolve's
     timeout (each up to 120 s): one is a long list's slow resolve as likely as a silent
     index, which says nothing of the others, and a silent index is told mostly by uv's own
-    network words first. Said so."""
+    network words first. Said so. Each wheel built is recorded under that folder
+    (`resolve.Built`, keyed as the run keys an environment of it alone), and not built
+    again by the next doctor: a path entry's was rebuilt at each one."""
     from reprospec import venvs
     from reprospec.core.runoptions import DEFAULT_OUT
-    from reprospec.venvs.resolve import resolve
+    from reprospec.venvs.resolve import BUILT, Built, resolve
 
     if needs.runner != "venv" or not any(each.packages for each in needs.package_sets):
         return None
@@ -102,6 +110,7 @@ def resolve_check(
     index = venvs.user_index_config((find_links,) if find_links is not None else ())
     envs = venvs.envs_folder(DEFAULT_OUT)
     unsatisfiable: list[str] = []
+    failing: dict[str, None] = {}  # the cells of the lists that cannot be installed
     unknown: list[str] = []
     unasked = 0  # lists not asked once the index did not answer, or uv timed out twice
     timeouts = 0
@@ -110,6 +119,7 @@ def resolve_check(
     built = 0
     lists = 0
     sdists: dict[str, None] = {}  # built by the resolve, having no wheel (Resolved.built)
+    recorded: dict[str, None] = {}  # of those, built by an earlier doctor (Resolved.recorded)
     for (wanted, packages), cells in groups.items():
         try:
             python = venvs.find_interpreter(wanted)
@@ -122,29 +132,43 @@ def resolve_check(
         if stopped:
             unasked += 1
             continue
-        answer = resolve(python.path, packages, index, cwd=spec_dir)
+        kept = Built(envs / BUILT, python)
+        answer = resolve(python.path, packages, index, cwd=spec_dir, kept=kept)
         of = _of(cells, needs.cells)
         sdists.update(dict.fromkeys(answer.built))
+        recorded.update(dict.fromkeys(answer.recorded))
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
+            failing.update(dict.fromkeys(cells))
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
             timeouts += answer.stopped == "timed_out"
             if answer.stopped == "unreached" or timeouts >= _TIMEOUTS:
                 stopped = answer.stopped
-            todos[_STOPPED[answer.stopped][1] if answer.stopped else _FAILED_TODO] = None
+            todos[
+                _SLOW_TODO
+                if answer.slow
+                else _STOPPED[answer.stopped][1]
+                if answer.stopped
+                else _FAILED_TODO
+            ] = None
     if unasked:
         unknown.append(
             f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped][0]}"
         )
     if unsatisfiable:
+        # What a run does of those cells, said plainly: "the venv runner's build of each such
+        # cell's venv fails, so each is an infra error, not run" left a new user to work out
+        # which cells, and whether the others ran.
+        some = len([cell for cell in failing if cell]) < needs.cells
+        scope = cells_not_run("such" if some else "", of="", why="its venv cannot be built")
         return Check(
             "venv-packages",
             "fail",
             "; ".join(unsatisfiable)
-            + ": the venv runner's build of each such cell's venv fails, so each is an infra "
-            "error, not run" + (f" (and could not check {'; '.join(unknown)})" if unknown else ""),
+            + f": on the venv runner, {scope}{'; the other cells run' if some else ''}"
+            + (f" (and could not check {'; '.join(unknown)})" if unknown else ""),
             _UNSATISFIABLE_TODO,
         )
     if unknown:
@@ -165,12 +189,20 @@ def resolve_check(
     )
     # (an sdist's wheel built as the venv build builds it, kept in uv's cache, which the
     # run's build reuses: "nothing built" was untrue of it)
+    fresh = [entry for entry in sdists if entry not in recorded]
     how = (
-        f"{', '.join(sdists)} built as the venv build builds {'it' if len(sdists) == 1 else 'them'}"
+        f"{', '.join(fresh)} built as the venv build builds {'it' if len(fresh) == 1 else 'them'}"
         " (no wheel here: an sdist, a path) into uv's cache; nothing installed"
-        if sdists
+        if fresh
         else "nothing built"
     )
+    if recorded:
+        # (a second doctor rebuilt each path entry: minutes of a compiled package each time)
+        now = agree(len(recorded), "it is", "they are")
+        how += (
+            f"; {', '.join(recorded)} built by an earlier doctor as {now} now "
+            f"(recorded in {envs / BUILT}): not built again"
+        )
     return Check(
         "venv-packages",
         "pass",
@@ -197,16 +229,13 @@ def _built(
     why: uv is asked here)."""
     from reprospec import venvs
     from reprospec.errors import InfraError
+    from reprospec.venvs.resolve import quiet
 
     try:
-        request = venvs.request_for(python, packages, index, cwd=spec_dir, warn=_quiet)
+        request = venvs.request_for(python, packages, index, cwd=spec_dir, warn=quiet)
     except InfraError:
         return False
     return venvs.intact_meta(envs / request.key()) is not None
-
-
-def _quiet(_: str) -> None:
-    """`local_sources`' warning of a folder keyed in part: the run says it, not doctor."""
 
 
 def _of(cells: Sequence[str], every: int) -> str:

@@ -16,18 +16,28 @@ it (`_sdists_built`), and its failure is the build's.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.atomicfile import write_atomic
 from reprospec.core.frozen import frozen
+from reprospec.errors import InfraError
 from reprospec.venvs.build import (
+    UV_TIMEOUT_S,
     EnvBuildError,
+    Interpreter,
     UvTimeout,
     build_failure_line,
+    request_for,
     run_uv,
     uv_error,
     uv_pip_args,
@@ -44,6 +54,8 @@ RESOLVE_TIMEOUT_S = 120.0
 # read as the index's (`unreached`), and the lists left are not asked. A user's shorter
 # UV_HTTP_TIMEOUT is kept.
 INDEX_TIMEOUT_S = 30
+# uv's offline words (UV_OFFLINE): no index was asked, and asking again changes nothing.
+_OFFLINE = ("network connectivity is disabled", "not found in the cache")
 # uv's words where its answer came from no index: a request that failed or was not made.
 # A "No solution found" beside one of them is the network's, not the requirements'. Each
 # is words no package's name holds (a space in each): uv's output names the packages, and a
@@ -57,9 +69,16 @@ _UNREACHED = (
     "tcp connect error",
     "connection refused",
     "timed out",
-    "network connectivity is disabled",
-    "not found in the cache",
+    *_OFFLINE,
 )
+# How long a request the index failed quickly (refused, reset, a DNS error, a 503) waits
+# before it is asked once more: one such failure of a flaky index made doctor say "could not
+# check". Not an answer that waited out the index (`timed out`: a silent index, whose second
+# wait doubled the first), nor uv's offline words, which no retry changes.
+RETRY_PAUSE_S = 1.0
+# Where doctor records each wheel it built (`Built`), under the environments folder (a dot
+# first: `envs list` and `envs prune` take it for no environment).
+BUILT = ".built"
 
 
 @frozen
@@ -81,6 +100,57 @@ class Resolved:
     # each built from its sdist here as the venv build builds it, or a path entry of this
     # machine, built from that path (`_sdists_built`).
     built: tuple[str, ...] = ()
+    # Of those, the ones an earlier doctor built and recorded (`Built`): not built again.
+    recorded: tuple[str, ...] = ()
+    # Of an `unknown` answer, a build stopped at the timeout while it still ran: slow, not
+    # failed (its todo is not to run `uv pip compile` to see an error there is none of).
+    slow: bool = False
+
+
+@frozen
+class Built:
+    """Where the wheels doctor builds (`_sdists_built`) are recorded, for `python`: each under
+    the key the venv runner gives an environment of that entry alone on `python` from the
+    index (`request_for`: a path entry keyed by its files too), so an edited `./mypkg` is
+    built again and an unchanged one is not. A path entry's wheel is built again at each
+    install (uv keeps no wheel of a folder), so a second `doctor` rebuilt it as the first
+    did, minutes of a compiled package each time."""
+
+    folder: Path
+    python: Interpreter
+
+    def _path(self, entry: str, index: IndexConfig, cwd: Path | None) -> Path | None:
+        """The record of `entry`; None where its path cannot be read (the build says why)."""
+        try:
+            request = request_for(self.python, (entry,), index, cwd=cwd, warn=quiet)
+        except InfraError:
+            return None
+        return self.folder / f"{request.key()}.json"
+
+    def has(self, entry: str, index: IndexConfig, cwd: Path | None) -> bool:
+        """Whether an earlier doctor built `entry` as it is now."""
+        path = self._path(entry, index, cwd)
+        return path is not None and path.is_file()
+
+    def add(self, entry: str, index: IndexConfig, cwd: Path | None, seconds: float) -> None:
+        """`entry` recorded as built, in `seconds`; nothing where it cannot be written (the
+        next doctor builds it again)."""
+        path = self._path(entry, index, cwd)
+        if path is None:
+            return
+        record = {
+            "entry": entry,
+            "python": self.python.version,
+            "built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(seconds, 1),
+        }
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps(record) + "\n", durable=False)
+
+
+def quiet(_: str) -> None:
+    """`local_sources`' warning of a folder keyed in part: the run says it, not doctor."""
 
 
 # uv's words where `--only-binary :all:` finds a pinned distribution with no wheel here.
@@ -94,17 +164,20 @@ def resolve(
     *,
     cwd: Path | None = None,
     timeout_s: float = RESOLVE_TIMEOUT_S,
+    kept: Built | None = None,
 ) -> Resolved:
     """Whether `packages` resolve for interpreter `python` from `index` (build._install's
     options, `uv_pip_args`), read from `cwd` (where the build runs uv: a relative path entry).
     Without uv, `unknown`, saying why (EnvBuildError's words). Each request waits
-    `index_wait_s()` for the index, once (INDEX_TIMEOUT_S)."""
+    `index_wait_s()` for the index, once (INDEX_TIMEOUT_S); each uv the index failed
+    quickly is run once more (`_asked`). `kept`: where the wheels built are recorded, and
+    those recorded are not built again."""
     waited = index_wait_s()
     env = {"UV_HTTP_TIMEOUT": str(waited), "UV_HTTP_RETRIES": "0"}
     try:
-        done = run_uv(
+        done = _asked(
             ["pip", "compile", "-", "--quiet", "--no-header", *uv_pip_args(python, index)],
-            timeout=timeout_s,
+            timeout_s=timeout_s,
             cwd=cwd,
             input="".join(f"{requirement}\n" for requirement in packages),
             env=env,
@@ -118,7 +191,7 @@ def resolve(
     if done.returncode == 0:
         pinned = _pinned(done.stdout)
         try:
-            return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env)
+            return _sdists_built(python, pinned, packages, index, cwd, timeout_s, env, kept)
         except EnvBuildError as exc:  # (uv removed since; a step's own timeout is its own)
             return Resolved("unknown", str(exc))
         except OSError as exc:  # (a fork refused, /tmp full at the build's folder)
@@ -136,6 +209,39 @@ def resolve(
         said = f"the index did not answer in {waited} s ({uv_error(output)})"
         return Resolved("unknown", said, stopped="unreached")
     return Resolved("unknown", uv_error(output), stopped="unreached" if unreached else "")
+
+
+def _asked(
+    args: Sequence[str],
+    *,
+    timeout_s: float,
+    cwd: Path | None,
+    env: dict[str, str],
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`run_uv` of `args`, run once more, after RETRY_PAUSE_S, where the index failed it
+    quickly (`_transient`), within what is left of `timeout_s` (UvTimeout past it): one
+    refused or reset connection of a flaky index was said as `could not check`. UV_HTTP_RETRIES
+    is 0 here (`resolve`), so uv itself retries nothing."""
+    began = time.monotonic()
+    done = run_uv(args, timeout=timeout_s, cwd=cwd, input=input, env=env)
+    left = timeout_s - (time.monotonic() - began) - RETRY_PAUSE_S
+    if done.returncode == 0 or not _transient(done.stderr or done.stdout) or left <= 0:
+        return done
+    time.sleep(RETRY_PAUSE_S)
+    return run_uv(args, timeout=left, cwd=cwd, input=input, env=env)
+
+
+def _transient(output: str) -> bool:
+    """Whether uv's `output` says a request the index failed that may pass when asked again:
+    its network words (`_UNREACHED`) but a timeout's (the index waited out already) and
+    the offline ones."""
+    lowered = output.lower()
+    return (
+        any(words in lowered for words in _UNREACHED)
+        and "timed out" not in lowered
+        and not any(words in lowered for words in _OFFLINE)
+    )
 
 
 def _pinned(compiled: str) -> list[str]:
@@ -157,6 +263,7 @@ def _sdists_built(
     cwd: Path | None,
     timeout_s: float,
     env: dict[str, str],
+    kept: Built | None = None,
 ) -> Resolved:
     """`ok` for a list that resolved to `pinned`, but where a distribution it picked has no wheel
     for `python`: the resolve read only its metadata (an sdist's `egg_info` or
@@ -166,7 +273,9 @@ def _sdists_built(
     build then reuses): `unsatisfiable` with the build's own last line where it fails.
     doctor passed such a list, `the cells' packages resolve`, and every cell of it was an
     infra error. So too each entry of `packages` that is a path of this machine but a
-    wheel's (`./mypkg`, an sdist's file): the build builds it, read from `cwd`."""
+    wheel's (`./mypkg`, an sdist's file): the build builds it, read from `cwd`. One `kept`
+    records as built by an earlier doctor is not built again (`Resolved.recorded`); each
+    built is recorded there."""
     from reprospec.environment.packages import local_path
 
     # A step past its timeout is said by that step: not the resolve's (`timed_out`, which
@@ -183,8 +292,12 @@ def _sdists_built(
         for entry in packages
         if (path := local_path(entry)) is not None and not path.endswith(".whl")
     ]
+    recorded = tuple(
+        entry for entry, _ in wheelless if kept is not None and kept.has(entry, index, cwd)
+    )
+    wheelless = [(entry, is_path) for entry, is_path in wheelless if entry not in recorded]
     if not wheelless:
-        return Resolved("ok")
+        return Resolved("ok", built=recorded, recorded=recorded)
     # One venv for all: each install is `--no-deps`, and the venv is thrown away.
     with tempfile.TemporaryDirectory(prefix="reprospec-sdist-") as folder:
         venv = Path(folder) / "venv"
@@ -195,10 +308,14 @@ def _sdists_built(
         if made.returncode != 0:
             return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
         for requirement, is_path in wheelless:
+            began = time.monotonic()
             failed = _built(requirement, is_path, venv, index, cwd, timeout_s, env)
             if failed is not None:
                 return failed
-    return Resolved("ok", built=tuple(entry for entry, _ in wheelless))
+            if kept is not None:
+                kept.add(requirement, index, cwd, time.monotonic() - began)
+    built = recorded + tuple(entry for entry, _ in wheelless)
+    return Resolved("ok", built=built, recorded=recorded)
 
 
 def _built(
@@ -213,14 +330,21 @@ def _built(
     """`requirement` built into `venv` as the venv build builds it (`--no-deps`): None where
     it built, else what `_sdists_built` answers of it."""
     try:
-        done = run_uv(
+        done = _asked(
             ["pip", "install", "--quiet", "--no-deps", requirement,
              *uv_pip_args(str(venv / "bin" / "python"), index)],
-            timeout=timeout_s, cwd=cwd, env=env,
+            timeout_s=timeout_s, cwd=cwd, env=env,
         )  # fmt: skip
     except UvTimeout:
+        # Slow, not failed: its todo was to run `uv pip compile` to see an error there is
+        # none of. The run's build waits for it (UV_TIMEOUT_S).
         source = "that path" if is_path else "its sdist"
-        return Resolved("unknown", f"building {requirement} from {source} took over {timeout_s:g}s")
+        said = (
+            f"building {requirement} from {source} was still running after {timeout_s:g} s, "
+            f"where doctor stops (a slow build, not a failed one: the run's build waits "
+            f"{UV_TIMEOUT_S / 60:g} min for it)"
+        )
+        return Resolved("unknown", said, slow=True)
     if done.returncode == 0:
         return None
     output = done.stderr or done.stdout
@@ -256,10 +380,10 @@ def _no_wheel(
     left = list(pinned)
     found: list[str] = []
     while left:
-        done = run_uv(
+        done = _asked(
             ["pip", "compile", "-", "--quiet", "--no-header", "--no-deps",
              "--only-binary", ":all:", *uv_pip_args(python, index)],
-            timeout=timeout_s, cwd=cwd, env=env,
+            timeout_s=timeout_s, cwd=cwd, env=env,
             input="".join(f"{requirement}\n" for requirement in left),
         )  # fmt: skip
         match = _NO_WHEEL.search(done.stderr) if done.returncode != 0 else None

@@ -9,10 +9,11 @@ and downloads nothing after its first run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -171,3 +172,36 @@ def _sdist(folder: Path, name: str, version: str, backend: str) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+@contextlib.contextmanager
+def flaky_index(failures: int) -> Iterator[tuple[str, list[int]]]:
+    """A package index at a port of this machine, served by a thread of the test, that holds
+    no project (each page 404: the packages come from `--find-links`) and answers its first
+    `failures` requests `503 Service Unavailable`, as a flaky index does. Yields its URL
+    (UV_INDEX_URL's) and the status of each request it answered, in order."""
+    import http.server
+    import threading
+
+    answered: list[int] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = 503 if len(answered) < failures else 404
+            answered.append(status)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            """(nothing on the test's stderr)"""
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="test-flaky-index", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple", answered
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -285,3 +285,116 @@ def test_the_header_says_the_venv_runner_builds_on_the_interpreter(
     assert done.stdout.splitlines()[0].endswith(
         "for s.yaml (the venv runner builds each cell's venv on it)"
     ), done.stdout
+
+
+def test_a_second_doctor_does_not_build_a_path_entry_again(cli: Cli, tmp_path: Path) -> None:
+    """uv builds a folder's wheel again at every install, so each `doctor` built `./mypkg`
+    anew (minutes of a compiled package, each time). The first records it, keyed as the run
+    keys an environment (by the folder's files), and the second builds nothing; an edit to
+    the folder builds it again."""
+    import tarfile
+
+    from tests.support.envs import make_slow_sdist
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    started = tmp_path / "started"  # touched by mypkg's build backend as its build starts
+    sdist = make_slow_sdist(tmp_path / "sdists", "mypkg", "1.0", started, 0)
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "src", filter="data")
+    (tmp_path / "src" / "mypkg-1.0").rename(tmp_path / "mypkg")
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    (tmp_path / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nenvironment: {{packages: [./mypkg, '{DEMO}==1.0']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels), "--format")
+    said = []
+    for _ in range(2):
+        started.unlink(missing_ok=True)
+        done = cli(*argv, "json", env=env, cwd=tmp_path)
+        assert done.code == 0, done.stdout + done.stderr
+        said.append((_checks(done.stdout)["venv-packages"], started.exists()))
+    (first, built_first), (second, built_second) = said
+    assert first["status"] == "pass", first
+    assert "(uv pip compile; ./mypkg built as the venv build builds it " in first["why"], first
+    assert built_first
+    assert second["status"] == "pass", second
+    assert not built_second, second  # (its backend never started)
+    records = tmp_path / ".reprospec" / "envs" / ".built"
+    assert second["why"].endswith(
+        f"(uv pip compile; nothing built; ./mypkg built by an earlier doctor as it is now "
+        f"(recorded in {records}): not built again)"
+    ), second
+    # The folder edited: built again, as the run's build of it would be.
+    (tmp_path / "mypkg" / "extra.py").write_text("X = 1\n")
+    started.unlink(missing_ok=True)
+    done = cli(*argv, "json", env=env, cwd=tmp_path)
+    assert _checks(done.stdout)["venv-packages"]["status"] == "pass", done.stdout
+    assert started.exists()
+
+
+def test_an_index_that_fails_once_is_asked_once_more(cli: Cli, tmp_path: Path) -> None:
+    """A flaky index: its first answer a 503, the next ones good. doctor said `could not
+    check` of one failed request (uv retries nothing there, UV_HTTP_RETRIES=0); a request
+    the index failed quickly is asked once more, and the packages resolve."""
+    from tests.support.envs import flaky_index
+
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    _spec(tmp_path, "'1.0'")
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    with flaky_index(1) as (url, answered):
+        env = {**uv_environment(), "UV_INDEX_URL": url}
+        done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "pass", check
+    assert answered[:2] == [503, 404], answered  # (asked again after the 503; no project)
+    # An index that fails every request is still said as not checked, after its one retry.
+    with flaky_index(1000) as (url, answered):
+        env = {**uv_environment(), "UV_INDEX_URL": url}
+        done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "warn", check
+    assert "503 Service Unavailable" in check["why"], check
+    assert len(answered) == 2, answered
+
+
+def test_a_failure_names_the_cells_it_makes_infra_errors(cli: Cli, tmp_path: Path) -> None:
+    """Which cells a failing venv-packages says a run makes infra errors: those of the
+    lists that cannot be installed, by name, and that the others run; where every cell's
+    list fails, every cell, none named. It said "the venv runner's build of each such
+    cell's venv fails, so each is an infra error, not run", leaving the user to work out
+    which, and whether the other cells ran."""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\nmatrix: {v: ['1.0', '9'], w: [a, b]}\n"
+        f"environment: {{packages: ['{DEMO}==${{{{ matrix.v }}}}']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert check["why"].startswith(f"{DEMO}==9 cannot be installed (in cells v=9"), check
+    assert check["why"].count("v=9") == 2, check
+    assert "v=1.0" not in check["why"], check
+    assert check["why"].endswith(
+        ": on the venv runner, every such cell is an infra error (its venv cannot be built), "
+        "not run; the other cells run"
+    ), check
+    # Every cell's list fails: every cell, none named.
+    _spec(tmp_path, "'9'")
+    done = cli(*argv, "--format", "json", env=env, cwd=tmp_path)
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert check["why"].startswith(f"{DEMO}==9 cannot be installed: "), check
+    assert check["why"].endswith(
+        ": on the venv runner, every cell is an infra error (its venv cannot be built), not run"
+    ), check

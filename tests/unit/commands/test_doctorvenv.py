@@ -184,3 +184,19 @@ def test_without_uv_it_is_said_once(
     assert check.status == "warn"
     assert check.why.count("uv is not installed") == 1, check.why
     assert asked == []
+
+
+def test_a_build_stopped_while_it_ran_is_told_it_was_slow(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # A wheel whose build ran past the resolve's 120 s was told to "run `uv pip compile` of
+    # that list alone ... to see uv's error": there was no error, the build was slow.
+    said = "building big==1 from its sdist was still running after 120 s, where doctor stops"
+    ANSWERS[("big==1",)] = Resolved("unknown", said, slow=True)
+    check = resolve_check(_needs(("big==1",), ("six==2",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "warn", check
+    assert asked == [("big==1",), ("six==2",)]  # (slow is no silent index: six==2 asked)
+    assert check.why.endswith(f"big==1 (in cell v=0): {said}"), check.why
+    assert check.todo.startswith("nothing is known wrong: run the spec once with --runner venv")
+    assert "uv pip compile" not in check.todo, check.todo

@@ -107,7 +107,9 @@ def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # `./mypkg` resolved, then its build ran past the timeout: it said "building ./mypkg
-    # from its sdist took over 5s", of an entry that has no sdist.
+    # from its sdist took over 5s", of an entry that has no sdist. And a build still running
+    # there is slow, not failed: it is said so, and how long it ran (`slow`: doctor's todo
+    # was to run `uv pip compile` to see an error there is none of).
     def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         if argv[1:3] == ["pip", "install"]:
             raise subprocess.TimeoutExpired(argv, 5.0)
@@ -116,9 +118,11 @@ def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
     monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
     monkeypatch.setattr(subprocess, "run", ran)
     answer = resolving.resolve("/py/bin/python", ["./mypkg"], IndexConfig(), timeout_s=5.0)
-    assert (answer.state, answer.said) == (
+    assert (answer.state, answer.said, answer.slow) == (
         "unknown",
-        "building ./mypkg from that path took over 5s",
+        "building ./mypkg from that path was still running after 5 s, where doctor stops (a "
+        "slow build, not a failed one: the run's build waits 60 min for it)",
+        True,
     ), answer
 
 
