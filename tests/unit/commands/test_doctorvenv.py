@@ -200,3 +200,27 @@ def test_a_build_stopped_while_it_ran_is_told_it_was_slow(
     assert check.why.endswith(f"big==1 (in cell v=0): {said}"), check.why
     assert check.todo.startswith("nothing is known wrong: run the spec once with --runner venv")
     assert "uv pip compile" not in check.todo, check.todo
+
+
+def test_a_fresh_failure_names_only_the_cells_it_makes_infra_errors(
+    asked: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    # Which cells a failure found now is said to affect: those of the lists that cannot be
+    # installed, not those whose environment is built already (reused as it is, however
+    # the index changed since), which run; "each is an infra error, not run" said neither.
+    ANSWERS[("six==1.0",)] = Resolved("unsatisfiable", "No solution found for six==1.0")
+    ANSWERS[("six==9",)] = Resolved("unsatisfiable", "No solution found for six==9")
+    _built(
+        tmp_path / "envs",
+        venvs.request_for(PYTHON, ("six==1.0",), venvs.IndexConfig(), cwd=tmp_path),
+    )
+    needs = _needs(("six==1.0",), ("six==9",), ("six==2",))
+    check = resolve_check(needs, None, None, tmp_path)
+    assert check is not None
+    assert check.status == "fail", check
+    assert asked == [("six==9",), ("six==2",)]
+    assert check.why == (
+        "six==9 cannot be installed (in cell v=1): No solution found for six==9: on the venv "
+        "runner, every such cell is an infra error (its venv cannot be built), not run; the "
+        "other cells run"
+    ), check.why
