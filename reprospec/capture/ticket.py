@@ -65,6 +65,7 @@ from reprospec.outcome.children import (
     pipeline_death,
     rank_exception,
 )
+from reprospec.outcome.cxxterminate import uncaught_cxx
 from reprospec.outcome.pytestreport import crashed_test, first_failure
 from reprospec.outcome.tracebacks import (
     EXCEPTION_LINE,
@@ -853,6 +854,14 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
     if cuda is not None:
         # What gives the spec its `environment.gpus` and its CUDA_LAUNCH_BLOCKING line.
         evidence.append(f"a CUDA error (the spec asks for a GPU): {cuda.group(0).strip()}")
+    # C++'s uncaught exception: std::terminate's report before its abort() (cxxterminate.py,
+    # the reader a live run's crash asks too). Its abort is a SIGABRT where the paste shows
+    # no signal and no exit status (no `Aborted (core dumped)` line): a live run of the
+    # command reads crash SIGABRT with that exception, not "no failure found".
+    thrown = uncaught_cxx(clean) if not chain else None
+    if thrown is not None and signal is None and exit_code is None:
+        signal = "SIGABRT"
+        evidence.append(f"C++'s std::terminate reports an uncaught {thrown.type}: an abort")
     if plugin_timeout is None and xdist is not None and signal is None and not chain:
         # A pytest-xdist worker that died with no signal shown, where pytest-timeout's
         # thread method is in force and fired (its rule shown, or a session at least its
@@ -1080,12 +1089,19 @@ def read_ticket(text: str, workdir: Path | None = None) -> Ticket:
             else 0 :
         ]
     )
+    if thrown is not None and (last is not None or outcome != "crash" or signal != "SIGABRT"):
+        thrown = None  # a crash by SIGABRT with no traceback of its own takes C++'s
+    if thrown is not None:
+        said = f"{thrown.type}: {thrown.message}" if thrown.message else thrown.type
+        evidence.append(f"the exception, C++'s, as std::terminate printed it: {said}")
     return Ticket(
         failure=Failure(
             outcome=outcome,
             signal=signal,
-            exception=last.type if last else None,
-            message=_first_line(last.message) if last else sanitized,
+            exception=last.type if last else thrown.type if thrown else None,
+            message=(
+                _first_line(last.message) if last else thrown.message if thrown else sanitized
+            ),
             exit_code=exit_code if outcome == "error" and not chain else None,
             where=where or ("main" if outcome == "crash" else None),
             phase=phase,

@@ -89,7 +89,10 @@ Exited with another status, hung or killed by another signal, the process went o
 after it (it logged a handled exception, or the traceback was a child's): the
 traceback is the outcome's `last_traceback`, named as the last one printed, and an
 `error` takes its message from stderr's last line as for any other exit (none where
-that line ends a warning: evidence.ends_with_warning); phase,
+that line ends a warning: evidence.ends_with_warning). A crash by SIGABRT with no
+exception of its own takes C++'s: the type and `what()` std::terminate printed before its
+abort (cxxterminate.py), however the abort was seen (the program's signal, a shell's 134,
+a child's death); phase,
 step, stage and module from the events. A command that is
 pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
 traceback takes the exception and message pytest reports for its first failing test
@@ -544,6 +547,16 @@ def classify(
             # ticket of it reads, not the test's error.
             kind, exit_code, exception, chain = "hang", None, None, ()
             detail = f"{bound.describe()}; {detail}" if detail else bound.describe()
+    if kind == "crash" and signal == "SIGABRT" and exception is None:
+        # std::terminate's report of the C++ exception no handler caught, whose abort() the
+        # SIGABRT is, read by whichever way the abort was seen: the program's own signal, a
+        # shell's 134, a child's death (its report is on the same stderr).
+        from reprospec.outcome.cxxterminate import uncaught_cxx
+
+        if (thrown := uncaught_cxx(stderr)) is not None:
+            from reprospec.outcome.tracebacks import PythonException
+
+            exception = PythonException(thrown.type, thrown.message)
     if dead_threads and kind != "pass":
         # A thread's exception group by its members too (`ExceptionGroup[KeyError]`), as
         # the outcome's own: every TaskGroup a thread ran fails as `ExceptionGroup`.

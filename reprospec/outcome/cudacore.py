@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from reprospec.core.frozen import frozen
+from reprospec.outcome.cxxterminate import uncaught_cxx
 from reprospec.outcome.sanitizerlog import short_kernel
 
 # The driver's exception types (cudadebugger.h CUDBG_EXCEPTION_*), as cuda-gdb words them.
@@ -74,8 +75,6 @@ _GDB_LANE = re.compile(
     r"^\*\s+\d+\s+active\s+(?P<pc>0x[0-9a-fA-F]+)\s+\([\d,]+\)\s+(?P<exception>\S.*?)\s*$"
 )
 _GDB_FATAL = "A fatal error internal to GDB has been detected"
-_GDB_WHAT = re.compile(r"^\s*what\(\):\s*(?P<what>.+?)\s*$")
-_GDB_TERMINATE = re.compile(r"^terminate called after throwing an instance of '(?P<type>[^']+)'")
 _GDB_BT = re.compile(r"^0x[0-9a-f]+ (?P<symbol>_Z\S+)$")
 
 
@@ -212,19 +211,18 @@ def _gdb_problem(stdout: str, stderr: str, returncode: int | None) -> str | None
     if not fatal:
         last = [line.strip() for line in (stderr or stdout).splitlines() if line.strip()]
         return f"cuda-gdb exited {returncode}: {last[-1][:200] if last else 'no output'}"
-    thrown = what = where = None
+    where = None
     for line in stderr.splitlines():
-        if (m := _GDB_TERMINATE.match(line)) is not None:
-            thrown = m["type"]
-        elif (m := _GDB_WHAT.match(line)) is not None:
-            what = m["what"]
-        elif where is None and (m := _GDB_BT.match(line.strip())) is not None:
+        if (m := _GDB_BT.match(line.strip())) is not None:
             name = demangle(m["symbol"])
             if name and "cuda" in name.lower():
                 where = name
+                break
     said = "cuda-gdb aborted with an internal error"
-    if thrown:
-        said += f" ({thrown}: {what})" if what else f" ({thrown})"
+    # std::terminate's report of what cuda-gdb threw (cxxterminate.py, every abort's reader).
+    thrown = uncaught_cxx(stderr)
+    if thrown is not None:
+        said += f" ({thrown.type}: {thrown.message})" if thrown.message else f" ({thrown.type})"
     if where:
         said += f" in {where}"
     return said + " while reading the core; what it printed before that is kept"

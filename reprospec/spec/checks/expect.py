@@ -437,8 +437,10 @@ class ExpectChecks:
 
 
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
-# A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
-_EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+# A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`; or as
+# std::terminate does, C++'s (`std::runtime_error`, `c10::Error`: outcome/cxxterminate.py),
+# the exception of a crash by SIGABRT.
+_EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for

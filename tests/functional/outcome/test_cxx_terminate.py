@@ -1,0 +1,91 @@
+"""A C++ program's uncaught exception, from a real g++ build: std::terminate prints its type
+and `what()` before its abort, and the crash by SIGABRT carries them however the abort was
+seen (the program's own signal, a shell script's exit status 134, a child's death), and a
+ticket that pastes those words with no signal line reads the same crash. No reader took
+them: every one read `crash SIGABRT` with no exception, and `expect.exception:
+std::runtime_error` was refused as no class's name (outcome/cxxterminate.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprospec.spec.load import load_spec
+from tests.support.cli import Cli
+
+_SOURCE = """
+#include <stdexcept>
+int main() { throw std::runtime_error("bad shape 3 != 4"); }
+"""
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+
+
+def _build(work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "solver.cpp").write_text(_SOURCE)
+    subprocess.run(["g++", "-O0", "-o", str(work / "solver"), str(work / "solver.cpp")], check=True)
+
+
+def test_an_uncaught_cxx_exception_is_the_crashs_however_its_abort_is_seen(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _build(tmp_path)
+    # The script's program aborts, the script says so and exits with its status (134).
+    (tmp_path / "run.sh").write_text(
+        '#!/bin/sh\n./solver\nstatus=$?\necho "solver exited $status" >&2\nexit $status\n'
+    )
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "parent.py").write_text(
+        "import subprocess, sys\nsys.exit(3 if subprocess.call(['./solver']) else 0)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: cxx\nmatrix:\n  how: ['./solver', './run.sh', 'python3 parent.py']\n"
+        "command: ${{ matrix.how }}\nrun: {timeout: 30s}\n"
+        "expect:\n  outcome: crash\n  signal: SIGABRT\n  exception: std::runtime_error\n"
+        "  message: 'bad shape'\n"
+        "  cases:\n    - {when: {how: 'python3 parent.py'}, where: child}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    said = {
+        cell["id"]: tuple(
+            cell["attempts"][0]["outcome"][key]
+            for key in ("kind", "signal", "where", "exception", "message")
+        )
+        for cell in result.results()["cells"]
+    }
+    thrown = ("std::runtime_error", "bad shape 3 != 4")
+    assert said == {
+        "how=./solver": ("crash", "SIGABRT", "main", *thrown),
+        "how=./run.sh": ("crash", "SIGABRT", "main", *thrown),
+        "how=python3 parent.py": ("crash", "SIGABRT", "child", *thrown),
+    }, said
+
+
+def test_a_ticket_of_the_terminate_words_alone_reads_the_crash_a_live_run_meets(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The paste holds the command and std::terminate's words, no `Aborted` line: it was
+    "no failure found". It is a crash by SIGABRT with C++'s exception, which the program's
+    run here meets."""
+    work = tmp_path / "work"
+    _build(work)
+    printed = subprocess.run(["./solver"], cwd=work, capture_output=True, text=True).stderr
+    (tmp_path / "ticket.md").write_text(f"Our solver dies:\n\n    $ ./solver\n{printed}\n")
+    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+    document = load_spec(str(tmp_path / "t.yaml")).document
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGABRT",
+        "exception": "std::runtime_error",
+    }, document["expect"]
+    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["verdict"] == "reproduced", cell
