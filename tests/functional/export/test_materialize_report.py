@@ -140,12 +140,33 @@ def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
         "reproduced\nMISSED=0 NOT_RUN=0\n" in said
     )
     # Without the harness's events (a command's DataLoader): torch's own words in output.log.
+    # They race: torch's SIGCHLD handler says "is killed by signal: Segmentation fault",
+    # unless the main process's read of a batch the worker had sent fails first (a
+    # ConnectionResetError or EOFError, 1 time in 50 on a loaded machine), which names no
+    # signal. The worker's own handler line is there either way, and is run.sh's second
+    # reading; with torch's line cut out, that is what it quotes.
     (bundle / "results" / "1" / "events.jsonl").unlink()
+    log = bundle / "results" / "1" / "output.log"
+    output = log.read_text()
+    handler = (
+        '== cell 1 [cell1]: crash SIGSEGV (worker): output.log says "ERROR: Unexpected '
+        'segmentation fault encountered in worker"; the main process exited 1;'
+    )
     said = _report(bundle, 1, 1)
-    assert said.startswith(
-        '== cell 1 [cell1]: crash SIGSEGV (worker): output.log says "DataLoader worker (pid '
-    ), said
-    assert 'is killed by signal: Segmentation fault"; the main process exited 1;' in said
+    if "is killed by signal" in output:
+        assert said.startswith(
+            '== cell 1 [cell1]: crash SIGSEGV (worker): output.log says "DataLoader worker (pid '
+        ), said
+        assert 'is killed by signal: Segmentation fault"; the main process exited 1;' in said
+        log.write_text(
+            "".join(
+                line
+                for line in output.splitlines(keepends=True)
+                if "is killed by signal" not in line
+            )
+        )
+        said = _report(bundle, 1, 1)
+    assert said.startswith(handler), said
     # A 128+N status is still the main process's own death; 0 is a pass whatever the output.
     assert _report(bundle, 1, 139).startswith("== cell 1 [cell1]: killed by SIGSEGV;")
     assert _report(bundle, 1, 0).startswith("== cell 1 [cell1]: exit 0;")
