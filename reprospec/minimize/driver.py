@@ -68,6 +68,7 @@ from reprospec.minimize.hangplace import (
     attempt_place,
     moved,
     places_said,
+    ran_source,
 )
 from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
@@ -100,11 +101,9 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
-from reprospec.outcome.hangsource import source_at
 from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
-from reprospec.runners import workdir_inside
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -231,7 +230,11 @@ def _minimize(
     )
     expectation = plan.expectation(failing)
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
-    workdir = attempt.workdir.resolve()
+    # The spec's workdir as its attempts run in it (absolute, links kept), which their
+    # dumps are read by (hangplace.ran_source: step 1's runs, a workload's probes), and
+    # its real path, which its files are read and copied by.
+    ran_in = attempt.workdir
+    workdir = ran_in.resolve()
     original = _program(command, workdir, spec.document)
     workload = not isinstance(spec.document.get("command"), (str, list))
     if workload:
@@ -262,7 +265,7 @@ def _minimize(
                 min_rate=options.min_rate,
                 progress=say,
                 cancel=cancel,
-                workdir=workdir,
+                workdir=ran_in,
             )
             if options.settings and options.passing_cells
             else Reduced(failing, failing, None, message="not asked")
@@ -365,7 +368,7 @@ def _minimize(
     with held_state(folder, header, f"minimization {ident}", say) as state:
         lines = stored_source(
             folder,
-            workdir,
+            ran_in,
             live=_live(attempt.preload, original),
             workload=workload,
             runner=run_options.runner,
@@ -397,7 +400,7 @@ def _minimize(
             failing=reduced.cell,
             failing_overrides=reduced.overrides,
             passing=passing,
-            workdir=workdir,
+            workdir=ran_in,
             folder=folder,
             as_list=isinstance(command, list),
             state=state,
@@ -1062,7 +1065,7 @@ def _dir_places(
     """Where each of `attempts` (of `run`) hung that was read (hangplace.attempt_place), its
     lines read from DIR (`workdir`), as the container named it under docker."""
     run_dir = out.resolve() / "runs" / run.run_id
-    source = source_at(workdir, container=workdir_inside(run.runner, workdir))
+    source = ran_source(workdir, run.runner)
     return [p for p in (attempt_place(run_dir, a, source) for a in attempts) if p != UNREAD]
 
 

@@ -32,9 +32,10 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from reprospec.core.results import AttemptResult
-from reprospec.outcome.hangsource import Source, blocking_line, blocks
+from reprospec.outcome.hangsource import Source, blocking_line, blocks, source_at
 from reprospec.outcome.hungstacks import hung_threads
 from reprospec.process.childprotocol import STACK_TXT
+from reprospec.runners import workdir_inside
 
 UNREAD = ""
 NOWHERE = "no frame of the program's own code"
@@ -104,6 +105,21 @@ def attempt_place(run_dir: Path, attempt: AttemptResult, source: Source) -> str:
     except OSError:
         return UNREAD
     return place_of(text, source=source) if text.strip() else UNREAD
+
+
+def ran_source(
+    workdir: Path, runner: str, files: Iterable[tuple[str, str]] = (), *, written: bool = True
+) -> Source:
+    """`source_at` for attempts that `runner` ran in `workdir`, their dumps' paths mapped
+    back as the engine maps them: `workdir` as their plan named it (absolute, links kept),
+    its container name (`workdir_inside`) that path's, not its real path's. The runner
+    mounts the plan's path; minimize named the spec's workdir by its real path, so one
+    reached through a link (`/var/tmp/proj -> /data/proj`) ran at `/work` in the container
+    and was mapped from `/data/proj`, and a link to a folder under /root the other way
+    round: every line of the dumps read "", and step 1 took a sleep loop's hang for the
+    failing cell's lock (review). Host paths need no real path here: `source_at` reads
+    the workdir by both its names."""
+    return source_at(workdir, files, written=written, container=workdir_inside(runner, workdir))
 
 
 def places_said(places: Iterable[str], in_: str = "in ") -> str:
@@ -199,5 +215,6 @@ __all__ = [
     "moved",
     "place_of",
     "places_said",
+    "ran_source",
     "sits_as",
 ]

@@ -26,7 +26,7 @@ from reprospec.core.units import format_duration
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind, failed_otherwise, otherwise
 from reprospec.isolation.state import StateFile, StoredProbe
-from reprospec.minimize.hangplace import attempt_place
+from reprospec.minimize.hangplace import attempt_place, ran_source
 from reprospec.minimize.program import Program, join_words, left_out
 from reprospec.minimize.search import (
     Probe,
@@ -37,8 +37,7 @@ from reprospec.minimize.unperturbed import (
 from reprospec.minimize.workload import (
     field_overrides,
 )
-from reprospec.outcome.hangsource import Source, source_at
-from reprospec.runners import workdir_inside
+from reprospec.outcome.hangsource import Source
 
 
 def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
@@ -127,10 +126,10 @@ def stored_source(
     text unknown where the folder is gone), the live folder's links to the original's
     files alone (its own files are the last candidate's), a workload's workdir (no files
     of its own); each as the container named it where `runner`'s attempts ran in one
-    (`workdir_inside`: a stored probe keeps no execution that recorded it)."""
+    (`ran_source`: a stored probe keeps no execution that recorded it)."""
 
     def at(where: Path, *, written: bool = True) -> Source:
-        return source_at(where, written=written, container=workdir_inside(runner, where))
+        return ran_source(where, runner, written=written)
 
     def source(probe: StoredProbe) -> Source:
         if workload:
@@ -335,12 +334,12 @@ class ProbeRunner:
         first = self.state.first_attempt(key, max(1, probe.attempts) if failing_side else 1)
         if self.workload:
             sets = [*self.overrides, *field_overrides(program)]
-            source = source_at(self.workdir, container=self._inside(self.workdir))
+            source = ran_source(self.workdir, self.options.runner)
         else:
             where = self.materialize(program)
             # The candidate's lines as it ran them, whatever its folder holds when they are
             # read (a live folder is rewritten for the next candidate).
-            source = source_at(where, program.files, container=self._inside(where))
+            source = ran_source(where, self.options.runner, program.files)
             sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
             words = [*program.head, *program.args]
             command = words if self.as_list else join_words(tuple(words))
@@ -480,11 +479,6 @@ class ProbeRunner:
         """What no candidate mirrors: this search's folder and the store it is in (--out),
         which `left_out` cannot tell from its database before the first run is stored."""
         return {self.folder.resolve(), self.options.out.resolve()}
-
-    def _inside(self, workdir: Path) -> str | None:
-        """`workdir` as the probes' runner names it where it runs them in a container: a
-        probe's dump names its files so (hangplace), and it is stored with no execution."""
-        return workdir_inside(self.options.runner, workdir)
 
     def materialize(self, program: Program) -> Path:
         """The candidate's workdir: its files written, every other file linked to the original.

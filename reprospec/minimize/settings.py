@@ -43,9 +43,8 @@ from reprospec.isolation.differences import (
     render,
 )
 from reprospec.isolation.state import CannotGoOn, StoredProbe, stored_probes
-from reprospec.minimize.hangplace import attempt_place, moved, places_said
-from reprospec.outcome.hangsource import Source, source_at
-from reprospec.runners import workdir_inside
+from reprospec.minimize.hangplace import attempt_place, moved, places_said, ran_source
+from reprospec.outcome.hangsource import Source
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import find_run, load_run
 
@@ -161,7 +160,8 @@ def reduce_settings(
     workdir: Path,
 ) -> Reduced:
     """Isolate the failing cell against its farthest passing cell; the rest goes back.
-    `workdir`: the spec's, where isolate's runs ran (a hang's lines are read there)."""
+    `workdir`: the spec's, where isolate's runs ran (a hang's lines are read there), as
+    they ran in it, links kept (hangplace.ran_source)."""
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
 
     other = farthest(failing, passing)
@@ -259,7 +259,7 @@ def reduce_settings(
         tuple(range(len(diffs))),
         tuple(chosen),
         options.out,
-        source_at(workdir, container=workdir_inside(options.runner, workdir)),
+        ran_source(workdir, options.runner),
     )
     if same is not None:
         # Failing as the expect says is not failing the same way: a worker's segfault that

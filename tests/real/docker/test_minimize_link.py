@@ -1,0 +1,97 @@
+"""`reprospec minimize --runner docker` of a spec whose workdir is reached through a link.
+
+The runner mounts the plan's workdir (absolute, links kept) at its container path
+(`container_workdir`: `/work` for one under /var), and a hang's dump names its files there.
+Minimize named the workdir by its real path (`/tmp/...`, its container path itself), so
+step 1 read every line of the failing cell's dumps as "" and took the reduced cell's sleep
+loop for the failing cell's lock: `a=1 -> 0`, and the program minimized in another hang.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from reprospec.runners.docker import image  # noqa: E402
+from tests.support.cli import json_verb  # noqa: E402
+from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+
+# B=1 takes the lock; A=1 then waits on it forever (the failing cell's deadlock), A=0
+# sleeps in a loop instead: a hang of the same thread, elsewhere.
+PROGRAM = """\
+import os
+import threading
+import time
+
+lock = threading.Lock()
+
+
+def stuck():
+    if os.environ.get("B") != "1":
+        return
+    lock.acquire()
+    if os.environ.get("A") == "1":
+        lock.acquire()
+    while True:
+        time.sleep(0.05)
+
+
+t = threading.Thread(target=stuck)
+t.start()
+t.join()
+"""
+
+# 3 s, as tests/functional/minimize/test_hang_place.py's: each hung attempt's place is read
+# at the timeout, so the thread must be at its hang by then on a loaded machine.
+SPEC = """\
+reprospec: 1
+name: linked
+environment:
+  env:
+    A: "${{ matrix.a }}"
+    B: "${{ matrix.b }}"
+matrix:
+  a: ["1", "0"]
+  b: ["1", "0"]
+command: python stuck.py
+run:
+  timeout: 3s
+expect:
+  outcome: hang
+  cases:
+    - {when: {b: "0"}, outcome: pass}
+"""
+
+
+@needs_engine
+def test_step_1_reads_a_linked_workdirs_hangs_where_the_container_ran_them(
+    tmp_path: Path,
+) -> None:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    (tmp_path / "stuck.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as links:
+        linked = Path(links) / "proj"
+        linked.symlink_to(tmp_path)
+        argv = [
+            sys.executable, "-m", "reprospec", "minimize", str(linked / "spec.yaml"),
+            "--runner", "docker", "--format", "json", "--out", str(tmp_path / "out"),
+            "-o", str(tmp_path / "result"), "--budget", "30", "-j", "2",
+        ]  # fmt: skip
+        code, data, stderr = json_verb(argv, timeout=400)
+    assert code == 0, stderr
+    settings = data["settings"]
+    # Isolate finds the hang needs b=1 alone, and a=0,b=1 hangs; but in the sleep loop, not
+    # on the lock where the failing cell hung: the failing cell is kept.
+    assert settings["cell_after"] == "a=1,b=1", settings
+    assert settings["message"] == (
+        "a=0,b=1 fails too, but as a hang in stuck -> sleep(), "
+        "not in stuck -> acquire() as the failing cell's"
+    ), settings
+    assert data["search"]["same_failure"]["original_places"] == ["stuck -> acquire()"]
