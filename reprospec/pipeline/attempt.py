@@ -192,7 +192,7 @@ def attempt_result(
         warnings=(
             *execution.warnings,
             *_oom_unexplained(execution, outcome),
-            *reached_memory_limit(plan, outcome, evidence),
+            *reached_memory_limit(plan, outcome),
             *preload_hint(evidence),
             *passed_over_a_crash(plan, outcome, evidence),
             *passed_after_a_traceback(outcome, evidence),
@@ -252,15 +252,13 @@ def _oom_unexplained(execution: Execution, outcome: Outcome | NotRun) -> tuple[s
     return (execution.oom,)
 
 
-def reached_memory_limit(
-    plan: AttemptPlan, outcome: Outcome | NotRun, evidence: Evidence
-) -> tuple[str, ...]:
+def reached_memory_limit(plan: AttemptPlan, outcome: Outcome | NotRun) -> tuple[str, ...]:
     """A failure out of memory under `environment.memory` (a MemoryError, by type: never a
     torch.OutOfMemoryError, GPU memory no `environment.memory` bounds; C++'s uncaught
-    std::bad_alloc, an abort whose words are on stderr) is the limit's doing: said
-    (LIMIT_REACHED), so that the verdict's phrase says it too, where the attempt's record
-    alone did not tell that it ran into its limit. The docker runner's OOM kill says so
-    already (`crash SIGKILL by the OOM killer`)."""
+    std::bad_alloc, its abort's exception as outcome/cxxterminate.py read it, not any words
+    of stderr's) is the limit's doing: said (LIMIT_REACHED), so that the verdict's phrase
+    says it too, where the attempt's record alone did not tell that it ran into its limit.
+    The docker runner's OOM kill says so already (`crash SIGKILL by the OOM killer`)."""
     memory = plan.environment.memory
     if memory is None or not isinstance(outcome, Outcome) or outcome.kind == "pass":
         return ()
@@ -270,9 +268,9 @@ def reached_memory_limit(
     # out is `ExceptionGroup[MemoryError]`, one in the chain (`raise ... from group`) too.
     said = [e.type for e in outcome.raised()]
     said = said or [(outcome.message or "").partition("\n")[0].partition(":")[0].strip()]
-    found = "MemoryError" if any(bare_type(s) == "MemoryError" for s in said) else None
-    if outcome.signal == "SIGABRT" and "std::bad_alloc" in evidence.stderr:
-        found = "std::bad_alloc"
+    found = next((s for s in said if s == "std::bad_alloc"), None)
+    if any(bare_type(s) == "MemoryError" for s in said):
+        found = "MemoryError"
     if found is None:
         return ()
     return (

@@ -9,7 +9,6 @@ import pytest
 import reprospec
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.results import ChainLink, GroupMember, Outcome
-from reprospec.outcome.evidence import Evidence
 from reprospec.pipeline.attempt import reached_memory_limit
 
 
@@ -74,7 +73,21 @@ def _plan(tmp_path: Path) -> AttemptPlan:
     ],
 )
 def test_a_memory_error_by_type_only(tmp_path: Path, outcome: Outcome, said: bool) -> None:
-    found = reached_memory_limit(_plan(tmp_path), outcome, Evidence())
+    found = reached_memory_limit(_plan(tmp_path), outcome)
     assert bool(found) == said, found
     if said:
         assert "memory limit (200.0 MiB, environment.memory): MemoryError" in found[0]
+
+
+def test_cxxs_bad_alloc_is_read_from_the_crashs_exception_not_from_stderrs_words(
+    tmp_path: Path,
+) -> None:
+    """C++'s uncaught std::bad_alloc is the crash's exception (outcome/cxxterminate.py); a
+    SIGABRT whose exception is another's (an abort after a handled bad_alloc was logged) is
+    no limit's."""
+    plan = _plan(tmp_path)
+    bad_alloc = Outcome("crash", signal="SIGABRT", exception="std::bad_alloc", message="x")
+    (said,) = reached_memory_limit(plan, bad_alloc)
+    assert "memory limit (200.0 MiB, environment.memory): std::bad_alloc" in said
+    other = Outcome("crash", signal="SIGABRT", exception="std::logic_error")
+    assert reached_memory_limit(plan, other) == ()
