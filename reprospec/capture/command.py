@@ -51,7 +51,7 @@ from reprospec.capture.footprint import (
     imported,
     installed_modules,
     local_note,
-    native_hang_frame,
+    native_frame,
     pins,
     program_imports,
     reaching,
@@ -180,7 +180,9 @@ class Observed:
     secrets: tuple[str, ...] = ()
     # A crash's frame in the program's own code, from the crashed process's Python stack
     # (`__getitem__ (data.py:12)`: a DataLoader worker's, a child's; footprint.crash_frame), or
-    # an error's, where its exception was raised (its traceback's).
+    # an error's, where its exception was raised (its traceback's), or a hang's place; where
+    # no Python frame names it (a C program), a crash's or a hang's native one
+    # (`main@seg`: footprint.native_frame).
     frame: str | None = None
     # The other failure signatures seen (each an Observed of its own, most common first):
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
@@ -516,9 +518,10 @@ def _capture(
             frame = None  # the stacks' first frame is the main process's, only waiting
         else:
             frame = next((f for s in stacks if (f := crash_frame(s, workdir))), None)
-            if frame is None and observed.outcome.kind == "hang":
-                # No Python stack (a C program's): its native stacks name where it sat.
-                frame = native_hang_frame(
+            if frame is None and observed.outcome.kind in ("crash", "hang"):
+                # No Python frame (a C program's): its native stacks name where it died, as
+                # its signature does (`crash:SIGSEGV:main:main@seg`), or where it sat.
+                frame = native_frame(
                     run_dir,
                     (a for a in attempts if a.ran and a.ran.signature == observed.signature),
                 )

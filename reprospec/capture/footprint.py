@@ -902,18 +902,28 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
     return frame_name(chosen["function"], chosen["file"], chosen["line"], workdir)
 
 
-def native_hang_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None:
-    """`clock_nanosleep@libc<-main@nap`: where a hang with no Python stack sat, from the
-    native stacks read of its live processes (native-stacks.json; `native.hung_frame`), of
-    the first of `attempts` that has them. A C program's hang was titled `./nap: hang`, its
-    expect saying nothing of where, though its stacks showed `nanosleep` in `main`."""
+def native_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None:
+    """Where a failure with no Python frame to name it was, from its native stacks
+    (native-stacks.json) of the first of `attempts` that names one, by the engine's rule: a
+    crash's, the frame its signature gained from the crashed process's core (`main@seg`:
+    `native.signature_frame`); a hang's, where its live processes sat
+    (`clock_nanosleep@libc<-main@nap`: `native.hung_frame`). A C program's were titled
+    `./seg: SIGSEGV` and `./nap: hang`, though its signature said `main@seg` and its stacks
+    showed `nanosleep` in `main`."""
     from reprospec import native
 
     for attempt in attempts:
-        if attempt.stack:
-            continue  # a Python stack names the place (crash_frame), or nothing does
+        ran = attempt.ran
+        if ran is None or (ran.kind == "hang" and attempt.stack):
+            continue  # a hang's Python stack names its place (crash_frame), or nothing does
         stacks = native.read(run_dir / attempt.logs)
-        if stacks is not None and (frame := native.hung_frame(stacks)) is not None:
+        if stacks is None:
+            continue
+        if ran.kind == "crash":
+            frame = native.signature_frame(stacks, ran.crashed_pid)
+        else:
+            frame = native.hung_frame(stacks)
+        if frame is not None:
             return frame
     return None
 

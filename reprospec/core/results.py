@@ -282,6 +282,15 @@ class Outcome:
         return group_named(self.exception, self.members)
 
     @property
+    def crashed_pid(self) -> int | None:
+        """The pid of the process that crashed (a worker or child, or the child that died
+        before a hang), whose core the report shows and whose native frame the signature
+        gains; None where the outcome names none (the main process's: its core is read first)."""
+        if self.crashed_child is not None:
+            return self.crashed_child.pid
+        return self.pid
+
+    @property
     def exceptions(self) -> tuple[ChainLink, ...]:
         """Every exception of the chain, primary first (just the one when there is no chain)."""
         if self.chain:

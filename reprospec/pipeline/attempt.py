@@ -446,13 +446,8 @@ def with_gpu_findings(outcome: Outcome, findings: GpuFindings) -> Outcome:
 
 
 def _pid(outcome: Outcome | NotRun) -> int | None:
-    """The pid of the process that crashed (a worker or child, or the child that died
-    before a hang), whose core the report shows."""
-    if not isinstance(outcome, Outcome):
-        return None
-    if outcome.crashed_child is not None:
-        return outcome.crashed_child.pid
-    return outcome.pid
+    """The pid of the process that crashed (`Outcome.crashed_pid`), of an outcome at all."""
+    return outcome.crashed_pid if isinstance(outcome, Outcome) else None
 
 
 def _stuck(outcome: Outcome | NotRun) -> int | None:

@@ -111,3 +111,27 @@ def test_a_c_program_s_hang_is_titled_and_expected_where_its_native_stack_sits(
     assert "@libc" in place.split("<-")[0], place  # the C library's wait it blocks in
     text = (work / "spec.yaml").read_text()
     assert f"outcome: hang  # hung in {place}\n" in text, text
+
+
+@needs_cc
+@pytest.mark.skipif(
+    not native.can_read() or native.core_pattern().piped,
+    reason="needs eu-stack or gdb, and cores written to the working directory",
+)
+def test_a_c_program_s_crash_is_titled_and_expected_by_its_signature_s_native_frame(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `./seg: SIGSEGV`, its `signal` comment naming no frame, though the run's signature said
+    # `crash:SIGSEGV:main:main@seg`: capture's crash frame came from Python stacks alone, and
+    # a Python crash's title and comment name its frame.
+    work = tmp_path / "seg"
+    built(work, "seg", _SEGFAULT)
+    result = captured(cli, work, "--no-verify", "--", "./seg", "1", env={})
+    assert "wrote spec.yaml: crash:SIGSEGV:main:main@seg in 1/1 attempt" in result.stdout, (
+        result.stdout
+    )
+    assert document(work)["title"] == "./seg: SIGSEGV in main@seg"
+    text = (work / "spec.yaml").read_text()
+    (signal,) = [line for line in text.splitlines() if line.lstrip().startswith("signal:")]
+    assert signal.startswith("  signal: SIGSEGV  # "), signal
+    assert signal.endswith(", in main@seg"), signal
