@@ -431,7 +431,16 @@ def test_a_dataloader_workers_segfault_is_reported_as_a_crash_in_a_worker(tmp_pa
     assert "died of SIGSEGV, says events.jsonl; the main process exited 1; expected: " in said[0]
     assert '"signal": "SIGSEGV"' in said[0]
     output = (out / "results" / "1" / "output.log").read_text(errors="replace")
-    assert "is killed by signal: Segmentation fault" in output
+    # The worker's own report is always there. The main process's words race: torch's
+    # "is killed by signal: Segmentation fault", or, where its fetch of a batch the dying
+    # worker had sent fails first, a ConnectionResetError or EOFError that names no signal
+    # (tests/functional/export/test_materialize_report.py).
+    assert "ERROR: Unexpected segmentation fault encountered in worker" in output
+    assert re.search(
+        r"is killed by signal: Segmentation fault|^(ConnectionResetError|EOFError)\b",
+        output,
+        re.MULTILINE,
+    ), output[-3000:]
     assert not _left_by(ran)
 
 
