@@ -94,20 +94,29 @@ def make_releases(
     return folder
 
 
-def caller_venv(folder: Path, wheels: Path, *requirements: str) -> Path:
-    """A real venv at `folder` holding `requirements` from the local `wheels` only: the
-    environment a user has activated when a cell's own lacks a program."""
+def offline_venv(folder: Path, *install: str, python: str | None = None) -> Path:
+    """A real venv at `folder` (on `python`, else uv's choice) into which `uv pip install
+    --no-index` put `install` (its arguments: wheels, `-e PROJECT`, `--find-links DIR`
+    and names): nothing comes from a network. The venv's python."""
     import subprocess
 
     from reprospec import venvs
 
     uv_env = {**os.environ, **uv_environment()}
-    subprocess.run([venvs.uv_binary(), "venv", "-q", str(folder)], check=True, env=uv_env)
+    on = ["--python", python] if python else []
+    subprocess.run([venvs.uv_binary(), "venv", "-q", *on, str(folder)], check=True, env=uv_env)
     subprocess.run(
         [venvs.uv_binary(), "pip", "install", "-q", "--python", str(folder / "bin" / "python"),
-         "--no-index", "--find-links", str(wheels), *requirements],
+         "--no-index", *install],
         check=True, env=uv_env,
     )  # fmt: skip
+    return folder / "bin" / "python"
+
+
+def caller_venv(folder: Path, wheels: Path, *requirements: str) -> Path:
+    """A real venv at `folder` holding `requirements` from the local `wheels` only: the
+    environment a user has activated when a cell's own lacks a program."""
+    offline_venv(folder, "--find-links", str(wheels), *requirements)
     return folder
 
 

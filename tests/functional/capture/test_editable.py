@@ -24,27 +24,17 @@ from reprospec.capture.footprint import HIDE_INSTALLS_VAR
 from reprospec.process.childprotocol import STACKDUMP_DIR
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult
-from tests.support.envs import uv_environment
+from tests.support.envs import offline_venv
 
 PROJECT = ROOT / "tests" / "data" / "capture" / "editable"
 
 
 def installed(tmp_path: Path, mode: str, project: Path | None = None) -> tuple[Path, Path]:
     """A copy of the project and a venv holding it editable (`mode`: path or finder)."""
-    from reprospec import venvs
-
     if project is None:
         project = tmp_path / "project"
         shutil.copytree(PROJECT, project)
-    venv = tmp_path / "venv"
-    env = {**os.environ, **uv_environment()}
-    subprocess.run([venvs.uv_binary(), "venv", "-q", str(venv)], check=True, env=env)
-    subprocess.run(
-        [venvs.uv_binary(), "pip", "install", "-q", "--no-index", "--python",
-         str(venv / "bin" / "python"), "-C", f"mode={mode}", "-e", str(project)],
-        check=True, env=env,
-    )  # fmt: skip
-    return project, venv / "bin" / "python"
+    return project, offline_venv(tmp_path / "venv", "-C", f"mode={mode}", "-e", str(project))
 
 
 def developed(tmp_path: Path) -> tuple[Path, Path]:
@@ -58,8 +48,6 @@ def developed(tmp_path: Path) -> tuple[Path, Path]:
     wheels = [w for w in bundled if int(w.name.split("-")[1].split(".")[0]) < 80]
     if not wheels:
         pytest.skip("skipped: no setuptools before 80 at hand (ensurepip bundles one to 3.11)")
-    from reprospec import venvs
-
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("pyproject.toml"))
     (project / "setup.py").write_text(
@@ -67,14 +55,7 @@ def developed(tmp_path: Path) -> tuple[Path, Path]:
         "setup(name='capmod', version='0.3.0', packages=['capmod'], package_dir={'': 'src'})\n"
     )
     venv = tmp_path / "venv"
-    env = {**os.environ, **uv_environment()}
-    uv = venvs.uv_binary()
-    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [uv, "pip", "install", "-q", "--no-index", "--python", str(python), str(wheels[-1])],
-        check=True, env=env,
-    )  # fmt: skip
+    python = offline_venv(venv, str(wheels[-1]), python=sys.executable)
     subprocess.run(
         [str(python), "setup.py", "-q", "develop"], cwd=project, check=True, capture_output=True
     )
