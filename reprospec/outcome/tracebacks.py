@@ -606,6 +606,8 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
         start = end
         while start - 1 > floor and lines[start - 1].strip():
             start -= 1
+        if start < end and lines[start].startswith(_REPORT_LABELS):
+            start += 1  # `Exception in thread NAME:` above it: whose chain it is (its context)
         block = lines[start : end + 1]
         if end <= floor or any(
             TRACEBACK_HEADER in text or STACK_FRAME.match(text) for text in block
@@ -626,6 +628,11 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
     if not found:
         return [], header, False
     return [exception for exception, _ in found], found[0][1], at is not None
+
+
+# The lines that begin a report of an exception that ended no process, right above its
+# first block (`_traceback_context` reads them there).
+_REPORT_LABELS = ("Exception in thread", "Exception ignored", "Error in atexit")
 
 
 def _bare_exception(block: list[str]) -> PythonException | None:

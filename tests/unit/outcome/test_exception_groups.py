@@ -27,7 +27,7 @@ from reprospec.core.words import outcome_phrase
 from reprospec.native import agrees
 from reprospec.outcome.classify import classify
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import parse_chain, recorded_chain
+from reprospec.outcome.tracebacks import parse_chain, raised_types, recorded_chain
 from reprospec.report.failure import chain_lines, member_lines
 from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
 from tests.support.plans import execution_in
@@ -561,3 +561,34 @@ def test_a_groups_message_over_several_lines_leaves_its_members_read(traceback: 
         "    +------------------------------------\n"
     )
     assert _members((header if traceback else "") + two) == [("ValueError", "x")]
+
+
+# CPython 3.11's output of a thread that raised `RuntimeError("in thread") from
+# ValueError("root")` (a cause never raised: its line alone, under the thread's label),
+# then the main thread's own KeyError.
+THREAD_UNRAISED_CAUSE = """\
+Exception in thread w:
+ValueError: root
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner
+    self.run()
+  File "/usr/lib/python3.11/threading.py", line 982, in run
+    self._target(*self._args, **self._kwargs)
+  File "/w/th.py", line 3, in f
+    raise RuntimeError("in thread") from ValueError("root")
+RuntimeError: in thread
+Traceback (most recent call last):
+  File "/w/th.py", line 5, in <module>
+    raise KeyError("main")
+KeyError: 'main'
+"""
+
+
+def test_a_threads_cause_never_raised_is_the_threads_not_the_main_threads() -> None:
+    """The thread's label stands right above its unraised cause: the chain is the thread's
+    (never what ended the process), and the cause is one of the types it printed."""
+    assert [(e.type, e.link) for e in parse_chain(THREAD_UNRAISED_CAUSE)] == [("KeyError", None)]
+    assert raised_types(THREAD_UNRAISED_CAUSE) == ("ValueError", "RuntimeError", "KeyError")
