@@ -38,6 +38,7 @@ from reprospec.minimize.workload import (
     field_overrides,
 )
 from reprospec.outcome.hangsource import Source
+from reprospec.runners import workdir_inside
 
 
 def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
@@ -502,10 +503,14 @@ class ProbeRunner:
             return where
         temporary = where.with_name(where.name + ".tmp")
         shutil.rmtree(temporary, ignore_errors=True)
-        link_tree(self.workdir, temporary, skip=self._skipped())
+        # A container sees the candidate's folder alone, its mount: a symlink to the
+        # original's file dangles there (link_tree's `hard`).
+        hard = workdir_inside(self.options.runner, temporary) is not None
+        link_tree(self.workdir, temporary, skip=self._skipped(), hard=hard)
         for path, text in program.files:
             target = temporary / path
-            if target.is_symlink():
+            if target.is_symlink() or target.exists():
+                # Unlinked, never written through: a hard link's file is the original's.
                 target.unlink()
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
@@ -513,9 +518,13 @@ class ProbeRunner:
         return where
 
 
-def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
+def link_tree(source: Path, target: Path, skip: set[Path], *, hard: bool = False) -> None:
     """`target` mirrors `source`: the same folders, each file a symlink (caches and results
-    stores left out: `left_out`)."""
+    stores left out: `left_out`); `hard`, a hard link where the file system makes one (a
+    symlink where not: another file system). Under docker the container mounts the
+    candidate's folder alone, and a symlink to the original's file dangled there: every
+    program that read a data file of its workdir (`open("cfg.txt")`) failed otherwise in
+    each attempt, the original too, and nothing was minimized (review)."""
     target.mkdir(parents=True, exist_ok=True)
     for root, dirs, names in os.walk(source):
         here = Path(root)
@@ -523,6 +532,12 @@ def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
         rel = here.relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in names:
+            if hard:
+                try:
+                    os.link(here / name, target / rel / name)
+                    continue
+                except OSError:
+                    pass  # another file system, or a link to nothing: a symlink, as before
             (target / rel / name).symlink_to(here / name)
 
 

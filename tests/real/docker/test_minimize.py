@@ -1,10 +1,11 @@
-"""`reprospec minimize --runner docker` of a spec whose workdir is reached through a link.
+"""`reprospec minimize --runner docker`: what a container sees of the spec's workdir.
 
-The runner mounts the plan's workdir (absolute, links kept) at its container path
-(`container_workdir`: `/work` for one under /var), and a hang's dump names its files there.
-Minimize named the workdir by its real path (`/tmp/...`, its container path itself), so
-step 1 read every line of the failing cell's dumps as "" and took the reduced cell's sleep
-loop for the failing cell's lock: `a=1 -> 0`, and the program minimized in another hang.
+A workdir reached through a link: the runner mounts the plan's workdir (absolute, links
+kept) at its container path (`container_workdir`: `/work` for one under /var), and a hang's
+dump names its files there. Minimize named the workdir by its real path (`/tmp/...`, its
+container path itself), so step 1 read every line of the failing cell's dumps as "" and
+took the reduced cell's sleep loop for the failing cell's lock: `a=1 -> 0`, and the program
+minimized in another hang. A candidate's data files: the container mounts its folder alone.
 """
 
 from __future__ import annotations
@@ -95,3 +96,57 @@ def test_step_1_reads_a_linked_workdirs_hangs_where_the_container_ran_them(
         "not in stuck -> acquire() as the failing cell's"
     ), settings
     assert data["search"]["same_failure"]["original_places"] == ["stuck -> acquire()"]
+
+
+DATA_PROGRAM = """\
+import os
+import sys
+
+word = open("cfg.txt").read().strip()
+if os.environ.get("X") == "1":
+    raise ValueError(word)
+print("fine")
+"""
+
+DATA_SPEC = """\
+reprospec: 1
+name: data
+environment:
+  env:
+    X: "${{ matrix.x }}"
+matrix:
+  x: ["1", "0"]
+command: python prog.py
+run:
+  timeout: 30s
+expect:
+  outcome: error
+  exception: ValueError
+  cases:
+    - {when: {x: "0"}, outcome: pass}
+"""
+
+
+@needs_engine
+def test_a_candidate_reads_the_workdirs_data_files_in_its_container(tmp_path: Path) -> None:
+    # A candidate's folder holds its own program files and the workdir's others; the
+    # container mounts that folder alone, where a symlink to the original's cfg.txt
+    # dangled: the original failed with FileNotFoundError in every attempt, refused.
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    (tmp_path / "prog.py").write_text(DATA_PROGRAM, encoding="utf-8")
+    (tmp_path / "cfg.txt").write_text("boom\n", encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(DATA_SPEC, encoding="utf-8")
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
+        "--runner", "docker", "--format", "json", "--out", str(tmp_path / "out"),
+        "-o", str(tmp_path / "result"), "--budget", "30", "-j", "2",
+    ]  # fmt: skip
+    code, data, stderr = json_verb(argv, timeout=400)
+    assert code == 0, stderr
+    assert data["message_before"] == "boom", data  # its ValueError, the file read
+    assert data["lines_after"] < data["lines_before"]
+    assert "import sys" not in (tmp_path / "result" / "prog.py").read_text(encoding="utf-8")
+    # The candidates' own program files were written beside the linked ones, never
+    # through them: the user's program is as it was.
+    assert (tmp_path / "prog.py").read_text(encoding="utf-8") == DATA_PROGRAM
+    assert (tmp_path / "cfg.txt").read_text(encoding="utf-8") == "boom\n"
