@@ -1113,7 +1113,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         return {}, {}
     expect: JsonObject = {"outcome": outcome.kind}
     comments: dict[str, str] = {}
-    placed = ""  # a hang's place, said on `outcome`: the "also seen" note goes after it
+    placed = False  # a hang's place said on `outcome`: the "also seen" note goes after it
     # Which process failed decides the crash's exception and the step (one rule with
     # --from-log's); an error's exception is read below, with its traceback.
     keys = process_keys(
@@ -1221,8 +1221,12 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     elif outcome.kind == "hang" and observed.frame:
         # Where it sat, as the title says and a crash's `signal` comment names its frame:
         # `expect` has no key for a place, and a C program's hang read `outcome: hang` alone.
-        comments["outcome"] = placed = f"hung in {observed.frame}"
-    if observed.others and comments.get("outcome", placed) == placed:
+        comments["outcome"] = f"hung in {observed.frame}"
+        placed = True
+    # The other failures seen are said on `outcome`, after the hang's place, but not beside
+    # a hang's cause (the import, the dead child): that line says it alone, and the
+    # description lists the others all the same.
+    if observed.others and (placed or "outcome" not in comments):
         other = observed.others[0]
         more = (
             f" and {plural(len(observed.others) - 1, 'other')}" if len(observed.others) > 1 else ""
@@ -1231,7 +1235,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             f"also seen: {other.signature} in {other.matched}/{other.attempts}{more}; "
             "the description says how to expect it"
         )
-        comments["outcome"] = f"{comments['outcome']}; {seen}" if "outcome" in comments else seen
+        comments["outcome"] = f"{comments['outcome']}; {seen}" if placed else seen
     bound = rate_bound(observed.matched, observed.attempts)
     if bound is not None:
         expect["rate"] = bound

@@ -164,6 +164,32 @@ def test_a_hang_at_import_is_titled_with_the_import() -> None:
     )
 
 
+def test_a_hangs_place_is_said_on_outcome_with_the_other_failures_after_it() -> None:
+    # A Python hang's frame and a C program's native place go on `outcome` as a crash's
+    # frame goes on `signal`; the failures also seen follow it, and only a hang's cause (its
+    # import, a child's death) is said alone.
+    segv = Observed(Outcome("crash", signal="SIGSEGV", signature="crash:SIGSEGV:main"), 1, 3)
+    abrt = Observed(Outcome("crash", signal="SIGABRT", signature="crash:SIGABRT:main"), 1, 3)
+    hang = Observed(Outcome("hang", signature="hang"), 1, 3, frame="<module> (hang.py:4)")
+    expect, comments = expectation(hang)
+    assert comments["outcome"] == "hung in <module> (hang.py:4)"
+    assert _title(("python", "hang.py"), hang, expect) == "hang.py: hang in <module> (hang.py:4)"
+    native = replace(hang, frame="clock_nanosleep@libc<-main@nap", others=(segv, abrt))
+    expect, comments = expectation(native)
+    assert comments["outcome"] == (
+        "hung in clock_nanosleep@libc<-main@nap; also seen: crash:SIGSEGV:main in 1/3 and "
+        "1 other; the description says how to expect it"
+    )
+    assert _title(("./nap",), native, expect) == "./nap: hang in clock_nanosleep@libc<-main@nap"
+    # No place: the others alone; an import's hang: its import alone.
+    _, comments = expectation(replace(native, frame=None, others=(segv,)))
+    assert comments["outcome"] == (
+        "also seen: crash:SIGSEGV:main in 1/3; the description says how to expect it"
+    )
+    _, comments = expectation(native, "slowlib.py:9")
+    assert comments["outcome"] == "while importing slowlib.py:9 (its stack shows it)"
+
+
 def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected() -> None:
     # The `steps` preset's `step 2` names no phase: the comment saying why the main loop's
     # step is not expected went on `phase`, absent, and was dropped, so the spec of
