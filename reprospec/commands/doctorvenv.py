@@ -120,10 +120,15 @@ def resolve_check(
     lists = 0
     sdists: dict[str, None] = {}  # built by the resolve, having no wheel (Resolved.built)
     recorded: dict[str, None] = {}  # of those, built by an earlier doctor (Resolved.recorded)
+    # Of those, built by this doctor: a later list of it finds the record an earlier list
+    # wrote, and `./mypkg`, built a moment before, was said "built by an earlier doctor".
+    built_now: dict[str, None] = {}
+    unfound = False  # a cell whose interpreter is not found: its venv cannot be built either
     for (wanted, packages), cells in groups.items():
         try:
             python = venvs.find_interpreter(wanted)
         except venvs.EnvBuildError:
+            unfound = True
             continue  # said by venv-python
         lists += 1
         if _built(python, packages, index, envs, spec_dir):
@@ -136,7 +141,8 @@ def resolve_check(
         answer = resolve(python.path, packages, index, cwd=spec_dir, kept=kept)
         of = _of(cells, needs.cells)
         sdists.update(dict.fromkeys(answer.built))
-        recorded.update(dict.fromkeys(answer.recorded))
+        built_now.update(dict.fromkeys(e for e in answer.built if e not in answer.recorded))
+        recorded.update(dict.fromkeys(e for e in answer.recorded if e not in built_now))
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
@@ -163,11 +169,14 @@ def resolve_check(
         # which cells, and whether the others ran.
         some = len([cell for cell in failing if cell]) < needs.cells
         scope = cells_not_run("such" if some else "", of="", why="its venv cannot be built")
+        # "the other cells run" only where nothing is unknown of them: it was said beside a
+        # list that could not be checked, and of cells whose interpreter is not found.
+        others = "; the other cells run" if some and not unknown and not unfound else ""
         return Check(
             "venv-packages",
             "fail",
             "; ".join(unsatisfiable)
-            + f": on the venv runner, {scope}{'; the other cells run' if some else ''}"
+            + f": on the venv runner, {scope}{others}"
             + (f" (and could not check {'; '.join(unknown)})" if unknown else ""),
             _UNSATISFIABLE_TODO,
         )

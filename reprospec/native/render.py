@@ -40,7 +40,7 @@ _RUNTIME = Lazy(
     r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
     r"|linux-vdso|libutil)$"
 )
-# The calls a shell waits for its child in (`wait4 (libc.so.6)`, dash's and bash's).
+# The calls a process waits for its child in (`wait4 (libc.so.6)`: dash's, bash's, make's).
 _WAITS = frozenset({"wait4", "waitpid", "waitid", "wait", "wait3"})
 # A shell's line in the report's list where it only waits for its child (`shell_waiting`).
 SHELL_WAITING = "the shell, waiting for its child in"
@@ -144,26 +144,36 @@ def signature_frame(stacks: NativeStacks, pid: int | None = None) -> str | None:
 def hung_frame(stacks: NativeStacks) -> str | None:
     """`clock_nanosleep@libc<-main@nap`: where a hang sits in native code, named as a crash's
     signature frame is (`_named_place`), for a program with no Python stack to name it (a C
-    program's hang was titled `./nap: hang`, where a crash names its frame). Of the first
-    process read live that is not a shell only waiting for its child (`shell_waiting`: the
-    `/bin/sh -c` of a string command), the thread `hung_thread_order` ranks first (one on a
-    mutex before one that sleeps). None where no such thread has a named frame."""
+    program's hang was titled `./nap: hang`, where a crash names its frame). Of the processes
+    read live, in their order, the first that waits for no child in any thread (`_child_wait`)
+    whose thread `hung_thread_order` ranks first (one on a mutex before one that sleeps)
+    names a frame. Any launcher waits where its child hangs, not a shell alone: `make` was
+    titled `hang in wait4@libc<-reap_children@make` while its `./nap` slept in `main`; a
+    cargo's or a C parent's `waitpid` are alike, beside threads of their own that idle on a
+    lock. None where only such a process names one: the child that hangs was not read, and
+    its launcher's wait is no place of the hang."""
     from reprospec.native.stacks import hung_thread_order
 
     for process in stacks.processes:
-        if process.source != "attach" or not process.threads or shell_waiting(process):
+        if process.source != "attach" or not process.threads:
             continue
         threads = process.threads
+        if any(_child_wait(t) is not None for t in threads):
+            continue
         order = hung_thread_order(
             [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
         )
-        return _named_place(threads[order[0]].frames)
+        place = _named_place(threads[order[0]].frames, named_caller=True)
+        if place is not None:
+            return place
     return None
 
 
-def _named_place(frames: Sequence[Frame]) -> str | None:
+def _named_place(frames: Sequence[Frame], *, named_caller: bool = False) -> str | None:
     """A thread's place from its innermost frame down: that frame, and where it is in the
-    C runtime or the interpreter, the first caller outside it (whose code called in)."""
+    C runtime or the interpreter, the first caller outside it (whose code called in).
+    `named_caller`: a caller with no symbol left out (a stripped program's, `??@sleep`),
+    for a title a person reads; a signature keeps it, whose rule (`??@lib`) is matched."""
     frames = [f for f in frames if f.function or f.library]
     if not frames:
         return None
@@ -171,7 +181,7 @@ def _named_place(frames: Sequence[Frame]) -> str | None:
     text = _signature_part(top)
     if _is_runtime(top):
         caller = next((f for f in frames[1:] if f.library and not _is_runtime(f)), None)
-        if caller is not None:
+        if caller is not None and not (named_caller and caller.function is None):
             text += "<-" + _signature_part(caller)
     return text
 
@@ -383,10 +393,16 @@ def shell_waiting(process: ProcessStacks) -> str | None:
     words = process.command.split()
     if not words or Path(words[0]).name not in SHELLS:
         return None
-    libc = next((f for f in process.threads[0].frames if _is_libc(f)), None)
-    if libc is None or libc.symbol.lstrip("_") not in _WAITS:
-        return None
-    return libc.describe()
+    wait = _child_wait(process.threads[0])
+    return wait.describe() if wait is not None else None
+
+
+def _child_wait(thread: Thread) -> Frame | None:
+    """The thread's first C library frame, where that is a wait for a child (`wait4`,
+    `waitpid`): the one rule of a process that only waits for another (`shell_waiting`,
+    `hung_frame`)."""
+    libc = next((f for f in thread.frames if _is_libc(f)), None)
+    return libc if libc is not None and libc.symbol.lstrip("_") in _WAITS else None
 
 
 def _is_libc(frame: Frame) -> bool:

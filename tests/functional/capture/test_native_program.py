@@ -19,6 +19,7 @@ CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc) to build the program")
 
 _SEGFAULT = "int main(void) { volatile int *p = 0; *p = 1; return 0; }\n"
+_NAP = "#include <unistd.h>\nint main(void) { for (;;) sleep(1); }\n"
 
 # A real deadlock among three threads: `work` waits on a mutex main holds, main joins it, and
 # a heartbeat sleeps beside them (what a hung process's first thread often is).
@@ -135,3 +136,47 @@ def test_a_c_program_s_crash_is_titled_and_expected_by_its_signature_s_native_fr
     (signal,) = [line for line in text.splitlines() if line.lstrip().startswith("signal:")]
     assert signal.startswith("  signal: SIGSEGV  # "), signal
     assert signal.endswith(", in main@seg"), signal
+
+
+@needs_cc
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_hang_under_make_is_placed_in_the_program_make_waits_for(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture -- make` of a Makefile whose one step runs ./nap was titled `make: hang in
+    # wait4@libc<-reap_children@make`: of the processes read, only a shell waiting for its
+    # child was passed over, and make, waiting for ./nap alike, was taken for the place.
+    work = tmp_path / "make"
+    built(work, "nap", _NAP)
+    (work / "Makefile").write_text("all:\n\t./nap\n")
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "make", env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    assert title.startswith("make: hang in "), title
+    assert title.endswith("<-main@nap"), title
+    text = (work / "spec.yaml").read_text()
+    assert f"outcome: hang  # hung in {title.removeprefix('make: hang in ')}\n" in text, text
+
+
+@needs_cc
+@pytest.mark.skipif(shutil.which("strip") is None, reason="strip is not installed")
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_stripped_program_s_hang_is_placed_without_its_unnamed_caller(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A stripped program (`capture -- sleep 100`) was titled `sleep: hang in
+    # clock_nanosleep@libc<-??@sleep`: its own frame has no name to tell anyone.
+    work = tmp_path / "stripped"
+    built(work, "nap", _NAP)
+    subprocess.run(["strip", str(work / "nap")], check=True)
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "./nap", env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    assert title.startswith("./nap: hang in "), title
+    assert "??" not in title, title
+    assert "<-" not in title, title  # no caller with a name to give
+    assert title.endswith("@libc"), title  # the C library's sleep it sits in
+    assert f"outcome: hang  # hung in {title.removeprefix('./nap: hang in ')}\n" in (
+        (work / "spec.yaml").read_text()
+    )

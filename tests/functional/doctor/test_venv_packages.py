@@ -333,6 +333,23 @@ def test_a_second_doctor_does_not_build_a_path_entry_again(cli: Cli, tmp_path: P
     done = cli(*argv, "json", env=env, cwd=tmp_path)
     assert _checks(done.stdout)["venv-packages"]["status"] == "pass", done.stdout
     assert started.exists()
+    # Two lists of ./mypkg in one doctor, edited again: the second list found the record the
+    # first had just written, and the pass said ./mypkg "built by an earlier doctor" and
+    # "nothing built", of the build this same doctor ran.
+    make_wheel(wheels, DEMO, "2.0", "VERSION = '2.0'\n")
+    (tmp_path / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nmatrix: {{v: ['1.0', '2.0']}}\n"
+        f"environment: {{packages: [./mypkg, '{DEMO}==${{{{ matrix.v }}}}']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    (tmp_path / "mypkg" / "extra.py").write_text("X = 2\n")
+    started.unlink(missing_ok=True)
+    done = cli(*argv, "json", env=env, cwd=tmp_path)
+    both = _checks(done.stdout)["venv-packages"]
+    assert both["status"] == "pass", both
+    assert started.exists()
+    assert "(uv pip compile; ./mypkg built as the venv build builds it " in both["why"], both
+    assert "earlier doctor" not in both["why"], both
 
 
 def test_an_index_that_fails_once_is_asked_once_more(cli: Cli, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ the interpreter search and the index configuration stubbed: no process is starte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -202,25 +203,39 @@ def test_a_build_stopped_while_it_ran_is_told_it_was_slow(
     assert "uv pip compile" not in check.todo, check.todo
 
 
-def test_a_fresh_failure_names_only_the_cells_it_makes_infra_errors(
-    asked: list[tuple[str, ...]], tmp_path: Path
+@pytest.mark.usefixtures("asked")
+def test_the_other_cells_are_said_to_run_only_where_nothing_is_unknown_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Which cells a failure found now is said to affect: those of the lists that cannot be
-    # installed, not those whose environment is built already (reused as it is, however
-    # the index changed since), which run; "each is an infra error, not run" said neither.
-    ANSWERS[("six==1.0",)] = Resolved("unsatisfiable", "No solution found for six==1.0")
+    # "the other cells run" was said beside a list that could not be checked (its index did
+    # not answer: its cells may well fail too), and of cells whose interpreter is not found.
     ANSWERS[("six==9",)] = Resolved("unsatisfiable", "No solution found for six==9")
-    _built(
-        tmp_path / "envs",
-        venvs.request_for(PYTHON, ("six==1.0",), venvs.IndexConfig(), cwd=tmp_path),
+    failing = (
+        "six==9 cannot be installed (in cell v=0): No solution found for six==9: on the venv "
+        "runner, every such cell is an infra error (its venv cannot be built), not run"
     )
-    needs = _needs(("six==1.0",), ("six==9",), ("six==2",))
-    check = resolve_check(needs, None, None, tmp_path)
+    check = resolve_check(_needs(("six==9",), ("six==2",)), None, None, tmp_path)
+    assert check is not None
+    assert check.why == failing + "; the other cells run", check.why
+    ANSWERS[("six==2",)] = Resolved("unknown", "Connection refused", stopped="unreached")
+    check = resolve_check(_needs(("six==9",), ("six==2",)), None, None, tmp_path)
     assert check is not None
     assert check.status == "fail", check
-    assert asked == [("six==9",), ("six==2",)]
     assert check.why == (
-        "six==9 cannot be installed (in cell v=1): No solution found for six==9: on the venv "
-        "runner, every such cell is an infra error (its venv cannot be built), not run; the "
-        "other cells run"
+        failing + " (and could not check six==2 (in cell v=1): Connection refused)"
     ), check.why
+    # v=1's python is not found here (venv-python fails): its cell is not run either.
+    ANSWERS.pop(("six==2",))
+
+    def find(wanted: str | None, *_: object, **__: object) -> venvs.Interpreter:
+        if wanted == "3.99":
+            raise venvs.EnvBuildError("no Python 3.99 on this machine")
+        return PYTHON
+
+    monkeypatch.setattr(venvs, "find_interpreter", find)
+    needs = dataclasses.replace(
+        _needs(("six==9",), ("six==2",)), pythons=((None, ("v=0",)), ("3.99", ("v=1",)))
+    )
+    check = resolve_check(needs, None, None, tmp_path)
+    assert check is not None
+    assert check.why == failing, check.why

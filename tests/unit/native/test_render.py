@@ -10,6 +10,7 @@ from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
 from reprospec.native.render import (
     SHELL_WAITING,
     full_text,
+    hung_frame,
     python_caller,
     render_markdown,
     shell_waiting,
@@ -231,3 +232,65 @@ def test_a_shell_waiting_for_its_child_is_folded_and_one_that_crashed_or_reads_i
     assert shell_waiting(_shell("core", *_WAIT4)) is None
     assert shell_waiting(_shell("attach", Frame(0, "__GI___libc_read", "libc.so.6"))) is None
     assert shell_waiting(_shell("attach", *_WAIT4, command="python3 t.py")) is None
+
+
+def _launched(command: str, pid: int, *threads: tuple[str, ...]) -> ProcessStacks:
+    """A live process, its threads' frames given as `function@library` from innermost."""
+    return ProcessStacks(
+        pid,
+        "attach",
+        command=command,
+        threads=tuple(
+            Thread(
+                str(n),
+                pid + n,
+                None,
+                tuple(
+                    Frame(k, name or None, lib)
+                    for k, (name, _, lib) in enumerate(part.partition("@") for part in frames)
+                ),
+            )
+            for n, frames in enumerate(threads)
+        ),
+    )
+
+
+# `./nap` (a C program asleep in main), under make and a multi-threaded launcher (main in
+# waitpid, a helper idle on a condition: cargo's), as eu-stack read them at the hang.
+_NAP = _launched("./nap", 30, ("clock_nanosleep@libc.so.6", "sleep@libc.so.6", "main@nap"))
+_MAKE = _launched("make", 20, ("wait4@libc.so.6", "reap_children@make", "main@make"))
+_CARGO = _launched(
+    "cargo test",
+    10,
+    ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "status@cargo", "main@cargo"),
+    ("futex_wait@libc.so.6", "pthread_cond_wait@libc.so.6", "helper@cargo"),
+)
+
+
+def test_a_hang_is_placed_in_the_child_a_launcher_waits_for_not_in_its_wait() -> None:
+    # `capture -- make` of a Makefile running ./nap was titled `make: hang in
+    # wait4@libc<-reap_children@make`: only a shell's wait for its child was passed over.
+    assert hung_frame(NativeStacks(processes=(_MAKE, _NAP))) == "clock_nanosleep@libc<-main@nap"
+    # A launcher whose other thread waits on a lock (ranked before a wait) is passed over too.
+    stacks = NativeStacks(processes=(_CARGO, _MAKE, _NAP))
+    assert hung_frame(stacks) == "clock_nanosleep@libc<-main@nap"
+    # Only launchers read (the child that hangs was not): their wait is no place of it.
+    assert hung_frame(NativeStacks(processes=(_CARGO, _MAKE))) is None
+    assert hung_frame(NativeStacks(processes=(_shell("attach", *_WAIT4),))) is None
+
+
+def test_a_process_whose_stacks_name_no_frame_passes_the_place_to_the_next() -> None:
+    # The first process read returned its thread's None though the next one named its place.
+    unnamed = ProcessStacks(5, "attach", threads=(Thread("1", 5, None, ()),))
+    assert hung_frame(NativeStacks(processes=(unnamed, _NAP))) == "clock_nanosleep@libc<-main@nap"
+
+
+def test_a_stripped_programs_unnamed_caller_is_left_out_of_a_hangs_place_not_a_signature() -> None:
+    # `capture -- sleep 100` was titled `sleep: hang in clock_nanosleep@libc<-??@sleep`.
+    frames = ("clock_nanosleep@libc.so.6", "@sleep", "__libc_start_main@libc.so.6", "@sleep")
+    asleep = _launched("sleep 100", 40, frames)
+    assert hung_frame(NativeStacks(processes=(asleep,))) == "clock_nanosleep@libc"
+    # A crash there keeps its signature's rule: `??@sleep` is what its signature matches.
+    thread = asleep.threads[0]
+    crashed = ProcessStacks(40, "core", signal="SIGSEGV", crashed_lwp=thread.lwp, threads=(thread,))
+    assert signature_frame(NativeStacks(processes=(crashed,))) == "clock_nanosleep@libc<-??@sleep"
