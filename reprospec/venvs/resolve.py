@@ -198,11 +198,10 @@ def resolve(
             return Resolved("unknown", f"uv could not be run ({exc})")
     output = done.stderr or done.stdout
     lowered = output.lower()
-    unreached = any(words in lowered for words in _UNREACHED)
+    unreached = _unreached(lowered)
     # No solution, or a distribution it picked whose build backend failed (an sdist that
     # cannot build here: the build at run time builds it the same way, and fails alike).
-    backend = "failed to build" in lowered and "build backend returned an error" in lowered
-    if ("no solution found" in lowered or backend) and not unreached:
+    if ("no solution found" in lowered or _backend_failed(lowered)) and not unreached:
         return Resolved("unsatisfiable", uv_error(output))
     if unreached and "operation timed out" in lowered:
         # (a silent index, told as such once: uv's lines name only the request that waited)
@@ -229,19 +228,39 @@ def _asked(
     if done.returncode == 0 or not _transient(done.stderr or done.stdout) or left <= 0:
         return done
     time.sleep(RETRY_PAUSE_S)
-    return run_uv(args, timeout=left, cwd=cwd, input=input, env=env)
+    try:
+        return run_uv(args, timeout=left, cwd=cwd, input=input, env=env)
+    except UvTimeout:
+        # The second try had only what was left: its timeout is no answer of the first's
+        # kind, and a build that failed then ran out of time was said "a slow build, not a
+        # failed one", "still running after 120 s". The first answer stands.
+        return done
 
 
 def _transient(output: str) -> bool:
     """Whether uv's `output` says a request the index failed that may pass when asked again:
-    its network words (`_UNREACHED`) but a timeout's (the index waited out already) and
+    its network words (`_unreached`) but a timeout's (the index waited out already) and
     the offline ones."""
     lowered = output.lower()
     return (
-        any(words in lowered for words in _UNREACHED)
+        _unreached(lowered)
         and "timed out" not in lowered
         and not any(words in lowered for words in _OFFLINE)
     )
+
+
+def _unreached(lowered: str) -> bool:
+    """Whether uv's output (`lowered`) says no index answered it: its network words
+    (`_UNREACHED`), unless a build backend ran and failed (`_backend_failed`), whose own
+    stderr is in that output: a setup.py that printed `urlopen error [Errno 111] Connection
+    refused` and failed was built again, then said not checked, where the run's build fails
+    the same way."""
+    return any(words in lowered for words in _UNREACHED) and not _backend_failed(lowered)
+
+
+def _backend_failed(lowered: str) -> bool:
+    """Whether uv's output (`lowered`) says a distribution's build backend ran and failed."""
+    return "failed to build" in lowered and "build backend returned an error" in lowered
 
 
 def _pinned(compiled: str) -> list[str]:
@@ -348,7 +367,7 @@ def _built(
     if done.returncode == 0:
         return None
     output = done.stderr or done.stdout
-    if any(words in output.lower() for words in _UNREACHED):
+    if _unreached(output.lower()):
         # (the sdist, or what its build requires, not fetched: no word of its build)
         return Resolved("unknown", uv_error(output), stopped="unreached")
     line = build_failure_line(output)

@@ -415,3 +415,53 @@ def test_a_failure_names_the_cells_it_makes_infra_errors(cli: Cli, tmp_path: Pat
     assert check["why"].endswith(
         ": on the venv runner, every cell is an infra error (its venv cannot be built), not run"
     ), check
+
+
+def test_a_build_that_fails_saying_network_words_is_a_failure_built_once(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A path entry whose own build prints `urlopen error [Errno 111] Connection refused`
+    and fails: uv's output holds the backend's stderr, whose network words were read as the
+    index failing quickly, so the build was run twice (a long build doubled), and then said
+    `could not check` (the index did not answer), where the run's build fails the same way."""
+    import textwrap
+
+    tries = tmp_path / "tries"  # a line per start of the backend's build_wheel
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    (package / "backend.py").write_text(
+        textwrap.dedent(f"""\
+            import pathlib, sys
+
+            def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+                info = pathlib.Path(metadata_directory) / "mypkg-1.0.dist-info"
+                info.mkdir()
+                metadata = "Metadata-Version: 2.1\\nName: mypkg\\nVersion: 1.0\\n"
+                (info / "METADATA").write_text(metadata)
+                return info.name
+
+            def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+                with open({str(tries)!r}, "a") as out:
+                    out.write("built\\n")
+                print("fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+                      file=sys.stderr)
+                raise SystemExit("could not fetch the compiler")
+            """)
+    )
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\nenvironment: {packages: [./mypkg]}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    done = cli("doctor", "s.yaml", "--runner", "venv", "--format", "json", env=env, cwd=tmp_path)
+    check = _checks(done.stdout)["venv-packages"]
+    assert tries.read_text() == "built\n", check  # (built once, not again)
+    assert check["status"] == "fail", check
+    assert check["why"].startswith(
+        "./mypkg cannot be installed: could not build ./mypkg (its build from that path failed: "
+    ), check
+    assert done.code == 1, done.stdout + done.stderr
