@@ -20,6 +20,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from reprospec import native
 from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.expr import literal_text
@@ -910,8 +911,6 @@ def native_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None
     (`clock_nanosleep@libc<-main@nap`: `native.hung_frame`). A C program's were titled
     `./seg: SIGSEGV` and `./nap: hang`, though its signature said `main@seg` and its stacks
     showed `nanosleep` in `main`."""
-    from reprospec import native
-
     for attempt in attempts:
         ran = attempt.ran
         if ran is None or (ran.kind == "hang" and attempt.stack):
