@@ -120,12 +120,16 @@ class Built:
     python: Interpreter
 
     def _path(self, entry: str, index: IndexConfig, cwd: Path | None) -> Path | None:
-        """The record of `entry`; None where its path cannot be read (the build says why)."""
+        """The record of `entry`; None where its path cannot be read (the build says why),
+        or where its key holds only part of its files (`local_sources` warns of it: past
+        SOURCE_FILES_CAP files, a subfolder not read): an edit outside that part was not
+        built again, and said built by an earlier doctor "as it is now"."""
+        partial: list[str] = []
         try:
-            request = request_for(self.python, (entry,), index, cwd=cwd, warn=quiet)
+            request = request_for(self.python, (entry,), index, cwd=cwd, warn=partial.append)
         except InfraError:
             return None
-        return self.folder / f"{request.key()}.json"
+        return None if partial else self.folder / f"{request.key()}.json"
 
     def has(self, entry: str, index: IndexConfig, cwd: Path | None) -> bool:
         """Whether an earlier doctor built `entry` as it is now."""
