@@ -524,20 +524,24 @@ def link_tree(source: Path, target: Path, skip: set[Path], *, hard: bool = False
     symlink where not: another file system). Under docker the container mounts the
     candidate's folder alone, and a symlink to the original's file dangled there: every
     program that read a data file of its workdir (`open("cfg.txt")`) failed otherwise in
-    each attempt, the original too, and nothing was minimized (review)."""
+    each attempt, the original too, and nothing was minimized (review). A folder linked
+    into the workdir (`data -> /datasets/x`) is linked whole, as a file is: os.walk lists
+    it with the folders and never walks it, and it was left out of every candidate's
+    folder (the original's `open("data/cfg.txt")` failed in each attempt, refused)."""
     target.mkdir(parents=True, exist_ok=True)
     for root, dirs, names in os.walk(source):
         here = Path(root)
         dirs[:] = [d for d in dirs if not left_out(here / d) and (here / d).resolve() not in skip]
+        linked = [d for d in dirs if (here / d).is_symlink()]
         rel = here.relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
-        for name in names:
+        for name in (*names, *linked):
             if hard:
                 try:
                     os.link(here / name, target / rel / name)
                     continue
                 except OSError:
-                    pass  # another file system, or a link to nothing: a symlink, as before
+                    pass  # another file system, a folder, a link to nothing: a symlink
             (target / rel / name).symlink_to(here / name)
 
 
