@@ -347,22 +347,35 @@ def run_uv(
 ) -> subprocess.CompletedProcess[str]:
     """uv with `args`, its output captured; `input` its stdin (else none); `env`, variables
     set over `uv_env()`'s. Raises EnvBuildError where uv is not installed, UvTimeout (one)
-    where it ran past `timeout`."""
-    try:
-        return subprocess.run(
-            [uv_binary(), *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env={**uv_env(), **(env or {})},
-            cwd=cwd,
-            input=input,
-            stdin=subprocess.DEVNULL if input is None else None,
-            pass_fds=pass_fds,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+    where it ran past `timeout`.
+
+    uv runs in a session of its own, with the build backends it starts, and a timeout or
+    any exception while it runs (a Ctrl-C) stops the whole group (`_stop`): subprocess.run's
+    timeout killed uv alone, and the backend of an sdist it was building (doctor's resolve
+    stopped at 120 s) built on for minutes, an orphan. A terminal's Ctrl-C no longer reaches
+    uv itself: the KeyboardInterrupt raised here stops it."""
+    argv = [uv_binary(), *args]
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env={**uv_env(), **(env or {})},
+        cwd=cwd,
+        pass_fds=pass_fds,
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            _stop(proc)
+            raise UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+        except BaseException:
+            _stop(proc)
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def uv_pip_args(python: str, index: IndexConfig, exclude_newer: str | None = None) -> list[str]:

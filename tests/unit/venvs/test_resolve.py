@@ -1,8 +1,13 @@
-"""venvs/resolve.py's reading of `uv pip compile`, uv itself stubbed: no process is started."""
+"""venvs/resolve.py's reading of `uv pip compile`, uv itself stubbed: no process is started.
+
+`run_uv` is stubbed as resolve calls it (`_answering`); its own stop of uv and the build
+backends uv started, on a timeout or a Ctrl-C, is tested with a real uv in
+tests/functional/venvs/test_uv_stopped.py."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from typing import NoReturn
 
 import pytest
@@ -10,6 +15,23 @@ import pytest
 from reprospec.venvs import build
 from reprospec.venvs import resolve as resolving
 from reprospec.venvs.index import IndexConfig
+
+Answer = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _answering(monkeypatch: pytest.MonkeyPatch, ran: Answer) -> None:
+    """resolve's `run_uv` answered by `ran`, called with uv's whole command line and
+    run_uv's keywords but its timeout; a TimeoutExpired it raises is run_uv's UvTimeout."""
+
+    def run_uv(
+        args: list[str], *, timeout: float = build.UV_TIMEOUT_S, **kwargs: object
+    ) -> subprocess.CompletedProcess[str]:
+        try:
+            return ran(["/bin/uv", *args], **kwargs)
+        except subprocess.TimeoutExpired as exc:
+            raise build.UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
 
 
 def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,7 +45,7 @@ def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) ->
         raise AssertionError("a process was started")
 
     monkeypatch.setattr(build, "uv_binary", missing)
-    monkeypatch.setattr(subprocess, "run", started)
+    monkeypatch.setattr(subprocess, "Popen", started)
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig())
     assert answer == resolving.Resolved("unknown", "uv is not installed: pip install uv")
     assert not answer.stopped
@@ -33,10 +55,7 @@ def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) ->
     def slow(argv: list[str], **_: object) -> NoReturn:
         raise subprocess.TimeoutExpired(argv, 5.0)
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", slow)
-    with pytest.raises(build.UvTimeout, match="uv pip compile timed out after 5s"):
-        build.run_uv(["pip", "compile", "-"], timeout=5.0)
+    _answering(monkeypatch, slow)
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig(), timeout_s=5.0)
     assert answer.state == "unknown"
     assert answer.said == "uv pip compile took over 5s"
@@ -57,8 +76,7 @@ def test_a_package_named_like_the_network_has_no_solution(monkeypatch: pytest.Mo
     def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(argv, 1, "", said)
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     answer = resolving.resolve("/py/bin/python", ["offline-foo==99"], IndexConfig())
     assert (answer.state, answer.stopped) == ("unsatisfiable", "")
     # uv's own offline words still say the index was not reached.
@@ -96,8 +114,7 @@ def test_an_sdist_not_fetched_for_its_build_is_not_a_failed_build(
             return subprocess.CompletedProcess(argv, 1, "", unfetched)
         return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
     assert (answer.state, answer.stopped) == ("unknown", "unreached"), answer
     assert "operation timed out" in answer.said
@@ -115,8 +132,7 @@ def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
             raise subprocess.TimeoutExpired(argv, 5.0)
         return subprocess.CompletedProcess(argv, 0, "mypkg @ file:///src/mypkg\n", "")
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     answer = resolving.resolve("/py/bin/python", ["./mypkg"], IndexConfig(), timeout_s=5.0)
     assert (answer.state, answer.said, answer.slow) == (
         "unknown",
@@ -148,8 +164,7 @@ def test_a_step_after_the_resolve_past_its_timeout_is_not_the_resolves(
             return subprocess.CompletedProcess(argv, 1, "", no_wheel)
         return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig(), timeout_s=5.0)
     assert answer == resolving.Resolved("unknown", said)
 
@@ -167,8 +182,7 @@ def test_the_builds_share_one_venv(monkeypatch: pytest.MonkeyPatch) -> None:
             return subprocess.CompletedProcess(argv, 1, "", no_wheel.format(first))
         return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\nother==1.0\n", "")
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     packages = ["halfbuilt==1.0", "other==1.0", "./mypkg"]
     answer = resolving.resolve("/py/bin/python", packages, IndexConfig())
     assert answer == resolving.Resolved("ok", built=("halfbuilt==1.0", "other==1.0", "./mypkg"))
@@ -191,8 +205,7 @@ def test_a_step_after_the_resolve_that_cannot_start_is_unknown(
             return subprocess.CompletedProcess(argv, 1, "", no_wheel)
         return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
 
-    monkeypatch.setattr(build, "uv_binary", lambda: "/bin/uv")
-    monkeypatch.setattr(subprocess, "run", ran)
+    _answering(monkeypatch, ran)
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
     assert answer.state == "unknown", answer
     assert "Cannot allocate memory" in answer.said, answer

@@ -1,0 +1,122 @@
+"""A uv that `run_uv` stops (its timeout, a Ctrl-C) leaves none of the build backends it
+started: uv and they are one process group of their own, which the stop ends.
+
+Real uv, a real PEP 517 backend: an sdist made here whose wheel takes minutes to build
+(tests/support/envs.make_slow_sdist), resolved (`uv pip compile`, which builds it to read its
+metadata) from a local folder with a uv cache of the test's own, so that the backend runs.
+Its processes are told from every other test's by a variable only this test sets, which uv
+passes on to the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reprospec import venvs
+from reprospec.venvs.resolve import resolve
+from tests.support.cli import interrupt_when
+from tests.support.envs import make_slow_sdist
+
+SLOW = "reprospec-uvstopped"
+# Far longer than the test: a backend left running is still there when it is looked for.
+BUILD_S = 300.0
+MARK = "REPROSPEC_TEST_UV_STOPPED"
+
+
+def _marked(needle: bytes) -> list[int]:
+    """This user's live processes (this one aside) whose environment holds `needle`."""
+    found = []
+    for name in os.listdir("/proc"):  # noqa: PTH208
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            # A zombie's environment reads empty: only a live process is found.
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue  # ended meanwhile, or another user's
+        if needle in environ.split(b"\0"):
+            found.append(int(name))
+    return found
+
+
+def _left_after_stop(needle: bytes) -> list[int]:
+    """The marked processes still alive once a SIGKILL sent to them has had time to land
+    (up to 30 s of a loaded machine; none left ends the wait at once)."""
+    deadline = time.monotonic() + 30
+    while (left := _marked(needle)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str], bytes]:
+    """The folder of the slow sdist, the file its build touches as it begins, the variables
+    of its resolve (the marker among them) and the marker as /proc shows it."""
+    wheels = tmp_path / "wheels"
+    started = tmp_path / "build-started"
+    make_slow_sdist(wheels, SLOW, "1.0", started, BUILD_S)
+    (tmp_path / "index").mkdir()
+    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
+    env = {
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+        "UV_INDEX_URL": (tmp_path / "index").as_uri(),  # nothing of the network's
+        MARK: marker,
+    }
+    return wheels, started, env, f"{MARK}={marker}".encode()
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[bytes]]:
+    """Markers whose processes are killed as the test ends, whatever it asserted: a failing
+    run leaves no backend sleeping for minutes."""
+    needles: list[bytes] = []
+    yield needles
+    for needle in needles:
+        for pid in _marked(needle):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_resolve_past_its_timeout_leaves_no_build_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leftovers: list[bytes]
+) -> None:
+    # subprocess.run's timeout killed uv alone: the backend it had started built on, an
+    # orphan, until its build ended (doctor's resolve stopped at 120 s, minutes before).
+    wheels, started, env, needle = _setup(tmp_path)
+    leftovers.append(needle)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    python = venvs.find_interpreter(None).path
+    answer = resolve(python, [f"{SLOW}==1.0"], venvs.user_index_config((wheels,)), timeout_s=20)
+    assert (answer.state, answer.said) == ("unknown", "uv pip compile took over 20s")
+    assert answer.stopped == "timed_out"
+    # The backend ran (else nothing was there to leave): the stop reached a build.
+    assert started.exists(), "the build never began within the timeout (a loaded machine?)"
+    assert _left_after_stop(needle) == []
+
+
+def test_a_ctrl_c_while_uv_runs_leaves_no_build_backend(
+    tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    # A Ctrl-C the engine alone received (`kill -INT`, a CI's cancel), where uv now has a
+    # session of its own that a terminal's Ctrl-C does not reach either.
+    wheels, started, env, needle = _setup(tmp_path)
+    leftovers.append(needle)
+    code = (
+        "import sys\n"
+        "from reprospec import venvs\n"
+        "from reprospec.venvs.resolve import resolve\n"
+        "python = venvs.find_interpreter(None).path\n"
+        "index = venvs.user_index_config((sys.argv[1],))\n"
+        f"resolve(python, ['{SLOW}==1.0'], index, timeout_s=600)\n"
+    )
+    done = interrupt_when([sys.executable, "-c", code, str(wheels)], started.exists, env=env)
+    assert "KeyboardInterrupt" in done.stderr, done.stderr
+    assert _left_after_stop(needle) == []
