@@ -14,6 +14,8 @@ from reprospec.commands import options as opt
 from reprospec.core.words import plural
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from reprospec import venvs
     from reprospec.runners.docker import cache as images
 
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.errors import UsageError
     from reprospec.runners.docker import cache as images
     from reprospec.venvs.cache import human_size
+    from reprospec.venvs.resolve import BUILT
 
     # Options that would be dropped without a word: `list --older-than 1d` listed
     # everything, and `prune --all --older-than 1d` removed everything.
@@ -103,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         found = venvs.list_envs(root)
         unfinished = venvs.list_unfinished(root)
         failed = venvs.list_failed_logs(root)
+        records = venvs.list_build_records(root)
         client, no_engine = images.reachable()
         built = images.list_images(client) if client is not None else []
         if args.format == "json":
@@ -113,11 +117,13 @@ def run(args: argparse.Namespace) -> int:
             rows = [{"kind": "venv", **e.to_dict()} for e in found]
             rows += [{"kind": "unfinished-build", **u.to_dict()} for u in unfinished]
             rows += [{"kind": "failed-build-log", **f.to_dict()} for f in failed]
+            rows += [{"kind": "doctor-build-record", **r.to_dict()} for r in records]
             print(json.dumps(rows + [i.to_dict() for i in built], indent=2))
             return 0
         _list_venvs(root, found)
         _list_unfinished(unfinished)
-        _list_failed(root, failed)
+        _list_kept(failed, "failed build log", root / venvs.FAILED)
+        _list_kept(records, "doctor build record", root / BUILT, _RECORDS)
         _list_images(built, no_engine)
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
@@ -133,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
     # A failed build's log (slurm's preflight keeps one per environment that failed) goes by
     # the environments' rule: nothing else removes it but a build of it that succeeds.
     logs = venvs.prune_failed_logs(root, older_than_s=older, dry_run=args.dry_run, now=now)
+    # A doctor's record of a wheel it built, by the same rule: nothing else removes it, and
+    # `prune --all` left doctor skipping the builds its records named.
+    records = venvs.prune_build_records(root, older_than_s=older, dry_run=args.dry_run, now=now)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         if env.linked_to:
@@ -150,11 +159,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{verb} unfinished build {left.path.name}  {human_size(left.size_bytes)}")
     for log in logs:
         print(f"{verb} failed build log {log.path}  {human_size(log.size_bytes)}")
+    for record in records:
+        print(f"{verb} doctor build record {record.path}  {human_size(record.size_bytes)}")
     freed = sum(e.size_bytes for e in removed) + sum(u.size_bytes for u in swept)
-    freed += sum(log.size_bytes for log in logs)
+    freed += sum(log.size_bytes for log in logs) + sum(r.size_bytes for r in records)
     parts = [plural(len(removed), "environment")]
     parts += [plural(len(swept), "unfinished build")] if swept else []
     parts += [plural(len(logs), "failed build log")] if logs else []
+    parts += [plural(len(records), "doctor build record")] if records else []
     what = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
     print(f"{verb} {what}, {human_size(freed)}", file=sys.stderr)
     for env in venvs.kept_in_use(listed, older_than_s=older, now=now):
@@ -228,20 +240,26 @@ def _list_unfinished(unfinished: list[venvs.Unfinished]) -> None:
         )
 
 
-def _list_failed(root: Path, failed: list[venvs.FailedLog]) -> None:
-    """One line of the failed builds' logs kept under the environments folder, where there
-    are any: how many, their size, the newest's age, and what removes them."""
-    from reprospec.venvs import FAILED
+# Of the doctor build records' line: what removing one does.
+_RECORDS = " (doctor builds the wheel a removed record named again)"
+
+
+def _list_kept(
+    kept: Sequence[venvs.FailedLog | venvs.BuildRecord], what: str, folder: Path, note: str = ""
+) -> None:
+    """One line of the files of one kind kept under the environments folder (the failed
+    builds' logs, doctor's records of the wheels it built), where there are any: how many,
+    their size, the newest's age, and what removes them (`note`: what removing one does)."""
     from reprospec.venvs.cache import ago, human_size
 
-    if not failed:
+    if not kept:
         return
-    size = human_size(sum(log.size_bytes for log in failed))
-    newest = ago(time.time() - failed[0].modified)
+    size = human_size(sum(each.size_bytes for each in kept))
+    newest = ago(time.time() - kept[0].modified)
     print(
-        f"{plural(len(failed), 'failed build log')} in {root / FAILED}: {size}, the newest "
-        f"written {newest}; `reprospec envs prune` removes those written as long ago as the "
-        "environments it removes were last used (--older-than, default 30d; --all: every one)"
+        f"{plural(len(kept), what)} in {folder}: {size}, the newest written {newest}; "
+        "`reprospec envs prune` removes those written as long ago as the environments it "
+        f"removes were last used (--older-than, default 30d; --all: every one){note}"
     )
 
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
@@ -34,6 +35,7 @@ from reprospec.venvs.build import (
     read_meta_why,
     uploaded_before,
 )
+from reprospec.venvs.resolve import BUILT
 from reprospec.venvs.staging import LOCKS, TMP, Leftover, build_lock, folder_size
 
 # An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be
@@ -338,19 +340,42 @@ class FailedLog(Leftover):
     list` never said them."""
 
 
+@frozen
+class BuildRecord(Leftover):
+    """A doctor's record of a wheel it built, kept under the environments folder (`BUILT`,
+    resolve.Built: one per entry and interpreter, `./mypkg` one more at each edit of its
+    folder; `modified`: when it was built), by which the next doctor builds it no more.
+    They piled up unseen as FailedLog's did, and `envs prune --all` left doctor skipping
+    the builds they name."""
+
+
+_Kept = TypeVar("_Kept", FailedLog, BuildRecord)
+
+
 def list_failed_logs(root: Path) -> list[FailedLog]:
     """Each failed build's log kept under `root` (`FailedLog`), newest first."""
-    suffix = f".{BUILD_LOG}"
-    out: list[FailedLog] = []
+    return _kept_files(root / FAILED, f".{BUILD_LOG}", FailedLog)
+
+
+def list_build_records(root: Path) -> list[BuildRecord]:
+    """Each doctor's record of a wheel it built kept under `root` (`BuildRecord`), newest
+    first."""
+    return _kept_files(root / BUILT, ".json", BuildRecord)
+
+
+def _kept_files(folder: Path, suffix: str, kind: type[_Kept]) -> list[_Kept]:
+    """Each file of `folder` named KEY`suffix` (a plain file: a link is no one's), as `kind`,
+    newest first; none where `folder` cannot be read."""
+    out: list[_Kept] = []
     with contextlib.suppress(OSError):
-        for path in (root / FAILED).iterdir():
+        for path in folder.iterdir():
             if not path.name.endswith(suffix) or path.is_symlink() or not path.is_file():
                 continue
             with contextlib.suppress(OSError):
                 stat = path.stat()
                 key = path.name.removesuffix(suffix)
-                out.append(FailedLog(key, path, stat.st_size, stat.st_mtime))
-    return sorted(out, key=lambda log: log.modified, reverse=True)
+                out.append(kind(key, path, stat.st_size, stat.st_mtime))
+    return sorted(out, key=lambda kept: kept.modified, reverse=True)
 
 
 def prune_failed_logs(
@@ -362,17 +387,38 @@ def prune_failed_logs(
 ) -> list[FailedLog]:
     """Remove the failed builds' logs written `older_than_s` ago or more (None: all), the
     rule `prune_envs` removes environments by (a log's age is its build's); returns them."""
+    return _pruned(list_failed_logs(root), older_than_s, dry_run, now)
+
+
+def prune_build_records(
+    root: Path,
+    *,
+    older_than_s: float | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> list[BuildRecord]:
+    """Remove doctor's records of the wheels it built written `older_than_s` ago or more
+    (None: all), by `prune_failed_logs`' rule; returns them. A wheel whose record is gone
+    is built by the next doctor again, as uv's cache may have lost it too."""
+    return _pruned(list_build_records(root), older_than_s, dry_run, now)
+
+
+def _pruned(
+    kept: list[_Kept], older_than_s: float | None, dry_run: bool, now: float | None
+) -> list[_Kept]:
+    """Of `kept`, those written `older_than_s` ago or more (None: all), removed unless
+    `dry_run`: the ones removed (or that would be)."""
     now = time.time() if now is None else now
-    removed: list[FailedLog] = []
-    for log in list_failed_logs(root):
-        if older_than_s is not None and now - log.modified < older_than_s:
+    removed: list[_Kept] = []
+    for each in kept:
+        if older_than_s is not None and now - each.modified < older_than_s:
             continue
         if not dry_run:
             try:
-                log.path.unlink()
+                each.path.unlink()
             except FileNotFoundError:
-                continue  # (another prune, or a build of it that succeeded, removed it)
-        removed.append(log)
+                continue  # (another prune, or its owner: a build of it that succeeded)
+        removed.append(each)
     return removed
 
 

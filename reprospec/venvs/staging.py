@@ -46,7 +46,8 @@ def folder_size(folder: Path) -> int:
 @frozen
 class Leftover:
     """What the environments folder holds that is no environment, as `envs list` says it:
-    an unfinished build's folder (`Unfinished`), a failed build's log (cache.FailedLog)."""
+    an unfinished build's folder (`Unfinished`), a failed build's log (cache.FailedLog), a
+    doctor's record of a wheel it built (cache.BuildRecord)."""
 
     key: str
     path: Path

@@ -287,18 +287,17 @@ def test_the_header_says_the_venv_runner_builds_on_the_interpreter(
     ), done.stdout
 
 
-def test_a_second_doctor_does_not_build_a_path_entry_again(cli: Cli, tmp_path: Path) -> None:
-    """uv builds a folder's wheel again at every install, so each `doctor` built `./mypkg`
-    anew (minutes of a compiled package, each time). The first records it, keyed as the run
-    keys an environment (by the folder's files), and the second builds nothing; an edit to
-    the folder builds it again."""
+def _mypkg(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A spec in `tmp_path` of `./mypkg` (a folder whose in-tree build backend touches the
+    file `started` as it builds) and DEMO==1.0 (in the wheelhouse `wheels`), and the env of
+    an empty index: (wheels, started, env)."""
     import tarfile
 
     from tests.support.envs import make_slow_sdist
 
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
-    started = tmp_path / "started"  # touched by mypkg's build backend as its build starts
+    started = tmp_path / "started"
     sdist = make_slow_sdist(tmp_path / "sdists", "mypkg", "1.0", started, 0)
     with tarfile.open(sdist) as archive:
         archive.extractall(tmp_path / "src", filter="data")
@@ -309,6 +308,15 @@ def test_a_second_doctor_does_not_build_a_path_entry_again(cli: Cli, tmp_path: P
         f"reprospec: 1\nname: s\nenvironment: {{packages: [./mypkg, '{DEMO}==1.0']}}\n"
         "command: 'true'\nexpect: {outcome: pass}\n"
     )
+    return wheels, started, env
+
+
+def test_a_second_doctor_does_not_build_a_path_entry_again(cli: Cli, tmp_path: Path) -> None:
+    """uv builds a folder's wheel again at every install, so each `doctor` built `./mypkg`
+    anew (minutes of a compiled package, each time). The first records it, keyed as the run
+    keys an environment (by the folder's files), and the second builds nothing; an edit to
+    the folder builds it again."""
+    wheels, started, env = _mypkg(tmp_path)
     argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels), "--format")
     said = []
     for _ in range(2):
@@ -465,3 +473,32 @@ def test_a_build_that_fails_saying_network_words_is_a_failure_built_once(
         "./mypkg cannot be installed: could not build ./mypkg (its build from that path failed: "
     ), check
     assert done.code == 1, done.stdout + done.stderr
+
+
+def test_doctors_build_records_are_listed_and_pruned(cli: Cli, tmp_path: Path) -> None:
+    """doctor's records of the wheels it built (ENVS/.built/KEY.json, one more at each edit
+    of ./mypkg) were never listed by `envs list` nor removed by `envs prune`, --all
+    included, after which doctor still skipped the builds they named."""
+    from tests.functional.venvs.test_unreadable import envs_cli
+
+    wheels, started, env = _mypkg(tmp_path)
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--find-links", str(wheels))
+    assert cli(*argv, env=env, cwd=tmp_path).code == 0
+    assert started.exists()
+    root = tmp_path / ".reprospec" / "envs"
+    (record,) = (root / ".built").iterdir()
+    listed = envs_cli(root, tmp_path, "list")
+    assert f"1 doctor build record in {root / '.built'}: " in listed.stdout, listed.stdout
+    rows = json.loads(envs_cli(root, tmp_path, "list", "--format", "json").stdout)
+    assert [(r["kind"], r["path"]) for r in rows] == [("doctor-build-record", str(record))]
+    # Written now: the default rule (30 days) keeps it; --all removes it.
+    assert "doctor build record" not in envs_cli(root, tmp_path, "prune").stdout
+    assert record.exists()
+    pruned = envs_cli(root, tmp_path, "prune", "--all")
+    assert f"removed doctor build record {record}  " in pruned.stdout, pruned.stdout
+    assert "removed 0 environments and 1 doctor build record, " in pruned.stderr, pruned.stderr
+    assert not record.exists()
+    # And the next doctor builds ./mypkg again.
+    started.unlink()
+    assert cli(*argv, env=env, cwd=tmp_path).code == 0
+    assert started.exists()
