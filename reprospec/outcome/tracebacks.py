@@ -103,9 +103,15 @@ RANK_TAG = r"\[(?P<kind>rank|default)(?P<rank>\d+)\]:"
 # TORCH_LOGS=+..., I, W, E, C; F from glog), e.g. torchrun's `W1207 08:01:13.909000 21127
 # torch/distributed/elastic/multiprocessing/api.py:1028] Sending process ...`, which a
 # failed rank's message ran on into; a warning.
+# The lines that begin a report of an exception that ended no process, right above its
+# first block: the one spelling, which ends a message, says whose a chain is
+# (`_traceback_context`) and which group is a thread's (`_headerless_group`).
+_THREAD_LABEL = "Exception in thread"
+_IGNORED_LABELS = ("Exception ignored", "Error in atexit")
+_REPORT_LABELS = (_THREAD_LABEL, *_IGNORED_LABELS)
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
-    r"|Exception ignored|Exception in thread|Fatal Python error|ERROR: Unexpected"
+    rf"|{'|'.join(map(re.escape, _REPORT_LABELS))}|Fatal Python error|ERROR: Unexpected"
     rf"|(?:{RANK_TAG})?(?:\[[A-Z]\d{{4}} |[VIWEFC]\d{{4}} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] )"
     r"|\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted)"
 )
@@ -375,7 +381,7 @@ def _headerless_group(lines: list[str], after: int = -1) -> PythonException | No
         if before >= 0 and (
             _GROUP_BAR.match(lines[before])
             or ((rule := _GROUP_RULE.match(lines[before])) and rule["label"] is not None)
-            or lines[before].startswith("Exception in thread ")
+            or lines[before].startswith(_THREAD_LABEL)
         ):
             # A frame's, a message's or a nested group's line (after a member's numbered
             # rule); a thread's group. Not after a closing rule: that is another group's
@@ -515,7 +521,7 @@ def _ignored_label(line: str) -> str:
     weakref finalizer run at exit prints none) and `Exception ignored` where it names no
     function or object. Never an address: it differs in each attempt."""
     text = line.strip()
-    if not text.startswith(("Exception ignored", "Error in atexit")):
+    if not text.startswith(_IGNORED_LABELS):
         return ""
     # 3.13: `<head>: <object>`; 3.14: `<head> <object>:`, or `<head>:` where none is named.
     head = text.partition(": ")[0].partition(" <")[0].rstrip(":").rstrip()
@@ -591,60 +597,113 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
     each with the link below it. Also the line the first of them begins at, and whether a
     link line stands above it (the chain goes on above it: a traceback's block).
 
-    Read back from the link line, a blank-separated block at a time, above `floor` (the
-    header of the last block read already), while a block is an exception's, not a
-    traceback's (a header or a frame in it). A first block below no link line may be a
-    paragraph of the message the traceback above printed (`RuntimeError: x`, a blank line,
-    `Hint: y`): within a message's length of that traceback's exception line it is left to
-    that traceback, as it always was."""
+    Read back from the link line, one exception at a time (`_unraised_above`), above
+    `floor` (the header of the last block read already)."""
     found: list[tuple[PythonException, int]] = []
     at = _link_index(lines, header)
     while at is not None:
-        end = at - 1
-        while end > floor and not lines[end].strip():
-            end -= 1
-        start = end
-        while start - 1 > floor and lines[start - 1].strip():
-            start -= 1
-        if start < end and lines[start].startswith(_REPORT_LABELS):
-            start += 1  # `Exception in thread NAME:` above it: whose chain it is (its context)
-        block = lines[start : end + 1]
-        if end <= floor or any(
-            TRACEBACK_HEADER in text or STACK_FRAME.match(text) for text in block
-        ):
+        read = _unraised_above(lines, at, floor)
+        if read is None:
             break
-        exception = _bare_exception(block)
-        if exception is None:
-            break
+        exception, start = read
         link = _LINKS[_GROUP_PREFIX.sub("", lines[at]).strip()]
         found.insert(0, (replace(exception, link=link), start))
         at = _link_index(lines, start)
-    if found and at is None and floor >= 0:
-        above = _exception_index(lines, floor)
-        if above is not None and found[0][1] - above <= _MAX_MESSAGE_LINES:
-            # The traceback's own paragraph: the rest are under the link line below it.
-            found.pop(0)
-            at = 0
     if not found:
         return [], header, False
     return [exception for exception, _ in found], found[0][1], at is not None
 
 
-# The lines that begin a report of an exception that ended no process, right above its
-# first block (`_traceback_context` reads them there).
-_REPORT_LABELS = ("Exception in thread", "Exception ignored", "Error in atexit")
+# A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
+# `KeyboardInterrupt`, `Exception`): what a line of a message or of the program's output
+# seldom is (`Hint: see the docs`, `INFO: loading`), though each matches EXCEPTION_LINE.
+_CLASS_LIKE = Lazy(
+    r"(?:^|\.)(?:Exception|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration|Group))$"
+)
 
 
-def _bare_exception(block: list[str]) -> PythonException | None:
-    """The exception a block of lines with no traceback prints: `ValueError: root` and its
-    message's lines, or a group's `| ` lines and its members; None where its first line is
-    neither."""
-    bar = _GROUP_BAR.match(block[0])
-    if bar is not None and len(bar["indent"]) == 2 and EXCEPTION_LINE.match(bar["content"]):
-        return exception_after([_GROUP_HEADER, *block], 0)
-    if block[0][:1].isspace():
+def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonException, int] | None:
+    """The exception never raised that CPython printed just above the link line at
+    `link`, and the line it begins at; None where the lines there are no such exception's.
+
+    Its message is every line from its exception line down to the link, blank ones too
+    (`ValueError("root\\n\\nHint: check it")`), and any of them may look like an exception
+    line (`Hint: check it`): a paragraph read as an exception of its own took the cause's
+    place (the chain read `Hint` where it was `ValueError`). So the lines above the link
+    are read back to what bounds them, and what that is says where the exception begins:
+    - a link line: the chain goes on above it, and the exception is the first line below
+      it, as CPython prints it;
+    - a traceback (its header or a frame): the lines past its exception line are its
+      message, which CPython prints down to the link (a raised cause, `ValueError("bad\\n"
+      + 40 lines + "\\n\\nHint: see docs")`, lost to `Hint`), but for an exception line
+      past what `_exception_at` reads of that message, not after a blank line, of a type
+      named as a class: a traceback the program went on from, other output, then a chain
+      begun by a cause never raised;
+    - the program's other output (or none): the first line of a type named as a class
+      within a message's length of the link (`loading model` printed right above the cause
+      with no blank line), else the first line there where it is an exception's.
+    """
+    end = link - 1
+    while end > floor and not lines[end].strip():
+        end -= 1
+    if end <= floor:
+        return None
+    top = end
+    while top - 1 > floor and not _bounds_unraised(lines[top - 1]):
+        top -= 1
+    first = next(index for index in range(top, end + 1) if lines[index].strip())
+    nearest = max(first, end - _MAX_MESSAGE_LINES + 1)
+    bound = lines[top - 1] if top > 0 else ""
+    if top > 0 and _GROUP_PREFIX.sub("", bound).strip() in _LINKS:
+        return _unraised_at(lines, first, end, any_type=True)
+    if top > 0 and (top - 1 == floor or TRACEBACK_HEADER in bound or STACK_FRAME.match(bound)):
+        own = next((i for i in range(top, end + 1) if lines[i][:1].strip()), None)
+        if own is None:
+            return None  # a group's traceback: its `| ` lines to the link
+        read = _exception_at(lines, own)
+        past = read[1] if read is not None else own + 1
+        for index in range(max(past, nearest), end + 1):
+            if lines[index - 1].strip() and (found := _unraised_at(lines, index, end)):
+                return found
+        return None
+    for index in range(nearest, end + 1):
+        if found := _unraised_at(lines, index, end):
+            return found
+    return _unraised_at(lines, first, end, any_type=True) if first >= nearest else None
+
+
+def _bounds_unraised(line: str) -> bool:
+    """Whether `line` stands above an exception never raised, never in it: a link line, a
+    report's label or another line that ends a message, a traceback's header or frame."""
+    return bool(
+        _MESSAGE_END.match(line)
+        or _GROUP_PREFIX.sub("", line).strip() in _LINKS
+        or TRACEBACK_HEADER in line
+        or STACK_FRAME.match(line)
+    )
+
+
+def _unraised_at(
+    lines: list[str], index: int, end: int, *, any_type: bool = False
+) -> tuple[PythonException, int] | None:
+    """The exception never raised whose line is `lines[index]` and whose message runs down
+    to `lines[end]`: `ValueError: root` and every line below it, or a group's `| ` lines and
+    its members; None where that line is neither, or (unless `any_type`) its type is not
+    named as a class."""
+    line = lines[index].rstrip()
+    bar = _GROUP_BAR.match(line)
+    if bar is not None and len(bar["indent"]) == 2 and not bar["content"][:1].isspace():
+        match = EXCEPTION_LINE.match(bar["content"])
+        read = exception_after([_GROUP_HEADER, *lines[index : end + 1]], 0) if match else None
+    elif line[:1].isspace():
         return None  # a frame's or a message's line, not an exception's
-    return exception_after([_PLAIN_HEADER, *block], 0)
+    else:
+        match = EXCEPTION_LINE.match(line)
+        message = "\n".join([match["message"] or "", *lines[index + 1 : end + 1]]) if match else ""
+        read = PythonException(match["type"], message.strip() or None) if match else None
+    if match is None or read is None or not (any_type or _CLASS_LIKE.search(match["type"])):
+        return None
+    return read, index
 
 
 def went_on(exception: PythonException) -> PythonException:
@@ -755,17 +814,28 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
     first (interleaved output). capture's footprint asks it of each traceback it picks
     from."""
     group = "Exception Group" in lines[header]
-    quoted = _quoted(lines, header)
     index = _exception_index(lines, header)
     if index is None:
         return None
+    read = _exception_at(lines, index, group=group, quoted=_quoted(lines, header))
+    return None if read is None else read[0]
+
+
+def _exception_at(
+    lines: list[str], index: int, *, group: bool = False, quoted: bool = False
+) -> tuple[PythonException, int] | None:
+    """The exception whose line is `lines[index]` (a group's `| `-prefixed where `group`;
+    `quoted`: inside a pool's quotes) and the index past the last line its message was read
+    from; None where that line is no exception's (interleaved output: not a traceback we
+    can trust). The one rule of where a message ends."""
     line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
     match = EXCEPTION_LINE.match(line.rstrip())
     if match is None:
-        return None  # interleaved output: not a traceback we can trust
+        return None
     message_lines = [match["message"]] if match["message"] is not None else []
     reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
     most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
+    end = index + 1
     for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
         if group:
             # Inside a group a message's first line is prefixed, 3.11 prints the rest
@@ -782,9 +852,10 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
         if not message_lines:
             break  # `KeyboardInterrupt` alone: what follows is other output
         message_lines.append(extra)
+        end = at + 1
     message = "\n".join(message_lines).strip() or None
     members = _group_members(lines, index + 1) if group else ()
-    return PythonException(match["type"], message, members=members)
+    return PythonException(match["type"], message, members=members), end
 
 
 def _exception_index(lines: list[str], header: int) -> int | None:
@@ -919,14 +990,11 @@ def _traceback_context(lines: list[str], header: int) -> str:
     # Reports printed while the interpreter shuts down come after the real one:
     # "Exception ignored in ...", atexit errors, and weakref finalizers (which
     # print through sys.excepthook with no header at all).
-    if (
-        previous.startswith(("Exception ignored", "Error in atexit"))
-        or "in _exitfunc" in first_frame
-    ):
+    if previous.startswith(_IGNORED_LABELS) or "in _exitfunc" in first_frame:
         return "ignored"
     # A thread's traceback begins in threading's `_bootstrap_inner`, where its header line
     # may stand lines away from it: the threads' reports interleave on a shared stderr.
-    if previous.startswith("Exception in thread") or _THREAD_BOOTSTRAP.search(first_frame):
+    if previous.startswith(_THREAD_LABEL) or _THREAD_BOOTSTRAP.search(first_frame):
         return "thread"
     return "uncaught"
 

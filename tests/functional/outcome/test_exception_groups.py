@@ -245,3 +245,70 @@ def test_a_cause_never_raised_keeps_its_place_in_the_chain(cli: Cli, tmp_path: P
             root,
             ("RuntimeError", "top", None),
         ], chains
+
+
+_PARAGRAPHS = textwrap.dedent(
+    """
+    import sys
+    kind = sys.argv[1]
+    if kind == "raised":
+        # A raised cause whose message's last paragraph reads as an exception line.
+        try:
+            raise ValueError("bad config\\n" + "\\n".join(f"key{i}: {i}" for i in range(40))
+                             + "\\n\\nHint: see docs")
+        except ValueError as e:
+            raise RuntimeError("top") from e
+    elif kind == "unraised":
+        raise RuntimeError("top") from ValueError("root\\n\\nHint: check it")
+    elif kind == "after":
+        # A traceback the program went on from, more output, then a cause never raised.
+        import traceback
+        try:
+            {}["x"]
+        except KeyError:
+            traceback.print_exc()
+        for epoch in range(40):
+            print(f"epoch {epoch}", file=sys.stderr)
+        raise RuntimeError("top") from ValueError("root")
+    else:
+        print("loading model", file=sys.stderr)
+        raise RuntimeError("top") from ValueError("root")
+    """
+)
+
+
+def test_a_causes_message_is_never_read_as_a_cause_of_its_own(cli: Cli, tmp_path: Path) -> None:
+    """A cause's message runs down to the link line, blank lines and `Hint: ...` lines
+    too: its last paragraph was read as an unraised exception of its own (`Hint`), which
+    took the cause's place, raised (`expect.exception: ValueError` reproduced before the
+    unraised causes were read, not after) or not; and a line the program printed right
+    above a cause never raised hid it (its first line was read as the exception's)."""
+    (tmp_path / "paragraphs.py").write_text(_PARAGRAPHS)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: paragraphs\nmatrix:\n  kind: [raised, unraised, printed, after]\n"
+        "  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} paragraphs.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect:\n  outcome: error\n  exception: ValueError\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    chains = {
+        cell["id"]: [
+            (link["type"], link["message"], link["link"])
+            for link in cell["attempts"][0]["outcome"]["chain"]
+        ]
+        for cell in result.results()["cells"]
+    }
+    top = ("RuntimeError", "top", None)
+    for python in ("python", "python -S"):
+        raised = chains[f"kind=raised,python={python}"]
+        assert [(kind, link) for kind, _, link in raised] == [("ValueError", "cause"), top[::2]]
+        assert raised[0][1].startswith("bad config\nkey0: 0\n"), chains
+        assert chains[f"kind=unraised,python={python}"] == [
+            ("ValueError", "root\n\nHint: check it", "cause"),
+            top,
+        ], chains
+        root = [("ValueError", "root", "cause"), top]
+        assert chains[f"kind=printed,python={python}"] == root, chains
+        assert chains[f"kind=after,python={python}"] == root, chains
