@@ -207,6 +207,11 @@ class SharedHold:
     def closed(self) -> bool:
         return self._fd is None
 
+    def fileno(self) -> int:
+        """The held file's descriptor (the store's reserve allocates and frees through it);
+        -1 once closed."""
+        return -1 if self._fd is None else self._fd
+
     def __enter__(self) -> SharedHold:
         return self
 

@@ -171,7 +171,7 @@ def execute(
     # second close is harmless.
     opened.callback(runner.close)
     try:
-        store = opened.enter_context(Store(options.out))
+        store = opened.enter_context(Store(options.out, reserve=True))
     except BaseException:
         opened.close()
         raise
@@ -627,7 +627,8 @@ class _Keeper:
         write): those that ended since the last line that needed a commit (a command line's
         run says each STOPPED_SLACK_S after its end) share one transaction, where a commit
         per attempt of `true` was most of the engine's cost of storing it
-        (docs/performance.md)."""
+        (docs/performance.md). The store bounds how many it holds, and keeps the room their
+        commit needs on a full disk (store/db.py's reserve): a pass said is a row stored."""
         if self.failure is not None:
             return
         # A longer attempt is committed at once, with those held: its commit is nothing

@@ -20,8 +20,17 @@ short passes are the one exception (`record_attempt(commit=False)`, pipeline/sta
 (`commit`) or by any other write, so the attempts that ended within the last quarter
 second (a command line's run says each end STOPPED_SLACK_S late) share one transaction,
 where each paid a commit and a statement run cold (issue 30, item 5); a killed engine
-loses none it said (a full disk, failing that commit, loses those held, said or not, and
-says how many were stored), and `--resume` runs the others again. Only a power loss or an
+loses none it said, and `--resume` runs the others again. At most HELD_MOST attempts and
+HELD_BYTES of their rows are held (one more is committed at once, with them), so their
+commit needs a bounded room on the disk, which a run's store keeps beside it
+(`Store(reserve=True)`): `results.db-reserve`, RESERVE_BYTES allocated as the store opens,
+shared by every engine of the store, removed by the last to close it (a killed engine's is
+taken over by the next writer, or removed by the next reader). A full disk failing that
+commit frees the reserve and writes the held attempts again, alone: they are kept, said or
+not, and the store then says the disk is full (`StoreError`, `lost` 0) and the run stops.
+Only where the freed room is taken first (another process writing the same disk at that
+moment, a second engine of the store that freed it already) are they lost, counted in
+`lost` and said. Only a power loss or an
 operating-system crash may lose the last transactions (never corrupt the store): those
 are made durable at the next checkpoint, not at each commit. That saves an fsync per
 attempt (0.3 ms on a quiet disk, 4-7 ms under load).
@@ -29,9 +38,9 @@ attempt (0.3 ms on a quiet disk, 4-7 ms under load).
 What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
 names the store and what to do, never a raw sqlite traceback:
 
-- the disk is full (or fails): the rows committed so far are kept (those a failed
-  commit held are counted out, `StoreError.lost`), and `--resume` continues once there
-  is space;
+- the disk is full (or fails): the rows committed so far are kept, and those held
+  (above), and `--resume` continues once there is space; a disk that has no room for the
+  reserve refuses the run as it opens the store;
 - the file is damaged: `PRAGMA quick_check` when it is opened, and any
   "malformed" answer later, say how to set it aside and recover its rows;
 - several engines open one fresh store at once: they take turns (a lock on the
@@ -67,6 +76,7 @@ from urllib.parse import quote
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import SEARCH_PURPOSES
+from reprospec.core.trylock import SharedHold, hold_shared, try_locked
 from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
@@ -79,6 +89,17 @@ SCHEMA_VERSION = 9
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
+# The most attempts `record_attempt(commit=False)` holds, and of their rows' text (bytes,
+# counted as characters): past either, the attempt is committed at once with those held.
+# Each bound alone keeps the commit's cost shared (a run of `true` at -j 1 holds 25-30).
+HELD_MOST = 64
+HELD_BYTES = 64 * 1024
+# The room kept for the commit of the attempts held (`_Reserve`). Measured: committing
+# HELD_MOST rows of 1 KiB into cells scattered over a store of 200,000 attempts grew the WAL
+# by 422 KiB (105 frames: each row's index leaf and its split, the table's leaves), 64 rows
+# of 400 bytes 402 KiB, one of 64 KiB 80 KiB; the -shm may need its next 32 KiB. Twice that.
+RESERVE_BYTES = 1024 * 1024
+RESERVE_SUFFIX = "-reserve"
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
 FINGERPRINT_FIELDS = (
@@ -244,7 +265,8 @@ class StoreError(InfraError):
 
     `full`: because the disk is full, which a stopped run says where the store cannot
     (RunFolder.note_stop). `lost`: the attempts held to be written at a commit
-    (`record_attempt(commit=False)`) that the failed write took with it: not stored."""
+    (`record_attempt(commit=False)`) that the failed write took with it and the reserve
+    could not bring back (`Store._keep_held`): not stored."""
 
     def __init__(self, message: str, *, full: bool = False) -> None:
         super().__init__(message)
@@ -293,8 +315,9 @@ def _owner_and_mode(path: Path) -> str:
 _CHECKED: set[tuple[int, int]] = set()
 
 # While a search runs (`held_open`): one idle connection to each store its probe runs open,
-# by the store's path, kept until the search ends. None outside a search.
-_HELD: dict[str, sqlite3.Connection] | None = None
+# by the store's path, and a hold of its reserve, by the reserve's, kept until the search
+# ends. None outside a search.
+_HELD: dict[str, sqlite3.Connection | SharedHold] | None = None
 _HELD_LOCK = threading.Lock()
 
 
@@ -308,7 +331,8 @@ def held_open() -> Iterator[None]:
     the next probe opened the store again at once. One idle connection held here makes no
     probe's close the last: the search's end checkpoints once. What is stored is the same,
     and durable as every commit is (the module docstring): a checkpoint moves committed
-    rows from the WAL into the file, it commits nothing. Nested blocks share the outer one.
+    rows from the WAL into the file, it commits nothing. The store's reserve is held the
+    same way: each probe made and removed a 1 MiB file. Nested blocks share the outer one.
     """
     global _HELD
     with _HELD_LOCK:
@@ -325,14 +349,19 @@ def held_open() -> Iterator[None]:
         with _HELD_LOCK:
             held, _HELD = _HELD or {}, None
         for db in held.values():
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error, OSError):
                 db.close()
 
 
-def _hold(path: Path) -> None:
-    """Inside `held_open`: open the one idle connection to the store at `path`, once."""
+def _hold(path: Path, *, reserve: bool = False) -> None:
+    """Inside `held_open`: open the one idle connection to the store at `path`, once; or
+    with `reserve`, hold the reserve at `path` (`_Reserve`) as its engines do."""
     with _HELD_LOCK:
         if _HELD is None or str(path) in _HELD:
+            return
+        if reserve:
+            if (hold := hold_shared(path)) is not None:
+                _HELD[str(path)] = hold
             return
         try:
             db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
@@ -364,12 +393,75 @@ def _opening_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+class _Reserve:
+    """`results.db-reserve`: RESERVE_BYTES allocated on the store's disk, freed when a full
+    disk fails the commit of the attempts held, so that commit can land (module docstring).
+
+    One file for every engine of the store, each holding it shared (core/trylock's rule): a
+    second engine allocates nothing more, the last to close removes it, a killed engine's is
+    taken over by the next (its blocks still allocated) or removed by a reader (`sweep`).
+    """
+
+    def __init__(self, hold: SharedHold) -> None:
+        self._hold = hold
+
+    @classmethod
+    def keep(cls, store: Path) -> _Reserve | None:
+        """The reserve beside `store`, allocated whole; None where the folder gives no lock or
+        the file system cannot allocate ahead (the run goes on without one, as before it).
+        Raises OSError (ENOSPC) where the disk has no room for it."""
+        path = store.with_name(store.name + RESERVE_SUFFIX)
+        hold = hold_shared(path)
+        if hold is None:
+            return None  # another user's (a shared --out), or no flock: without
+        try:
+            with contextlib.suppress(OSError):
+                # As sqlite makes its -wal and -shm: a store several users write (cli.md)
+                # is the group's, and so is its reserve, whoever made it.
+                os.fchmod(hold.fileno(), store.stat().st_mode & 0o666)
+            os.posix_fallocate(hold.fileno(), 0, RESERVE_BYTES)
+        except OSError as exc:
+            hold.close()
+            if exc.errno in _DISK_FULL:
+                raise
+            return None  # EINVAL, EOPNOTSUPP: a file system that cannot allocate ahead
+        return cls(hold)
+
+    def free(self) -> bool:
+        """Give its blocks back to the disk; whether it held any (a second engine of the
+        store may have freed it first). Truncated, not unlinked: the other engines' open
+        descriptors would keep an unlinked file's blocks."""
+        fd = self._hold.fileno()
+        try:
+            had = os.fstat(fd).st_blocks > 0
+            os.ftruncate(fd, 0)
+        except OSError:
+            return False
+        return had
+
+    def close(self) -> None:
+        self._hold.close()
+
+    @staticmethod
+    def sweep(store: Path) -> None:
+        """Remove the reserve beside `store` where no engine holds it (a killed one's): a
+        reader's open, which keeps none."""
+        path = store.with_name(store.name + RESERVE_SUFFIX)
+        if path.is_file():
+            with try_locked(path):
+                pass  # taken alone, removed as it is let go; held by a run, left
+
+
 class Store:
     """One connection to `root/results.db`; every write commits before it returns."""
 
-    def __init__(self, root: Path | str, *, check: bool = True, reader: bool = False) -> None:
+    def __init__(
+        self, root: Path | str, *, check: bool = True, reader: bool = False, reserve: bool = False
+    ) -> None:
         """`reader`: the store is only read (history, bundle), and one that cannot be opened
-        for writing (a read-only disk) is read as it is (`_read_only`)."""
+        for writing (a read-only disk) is read as it is (`_read_only`). `reserve`: the store
+        of a run, which holds attempts (`record_attempt(commit=False)`), keeps the room their
+        commit needs on a full disk (`_Reserve`); a disk without that room refuses it."""
         self.path = Path(root) / "results.db"
         self._reader = reader
         # The --out the user gave, as they gave it (run's folder is made under its resolved
@@ -392,12 +484,33 @@ class Store:
             )
         # Writes come from the scheduler's worker threads; the lock keeps them one at a time.
         self._lock = threading.Lock()
-        # Attempts held to be written at the next commit (`record_attempt(commit=False)`).
-        self._held: list[tuple[str, str, AttemptResult, str | None]] = []
+        # Attempts held to be written at the next commit (`record_attempt(commit=False)`): their
+        # rows, and the rows' text in all (HELD_BYTES).
+        self._held: list[tuple[object, ...]] = []
+        self._held_bytes = 0
         # What happened to the store that the run should say (store deleted and restored).
         self.warnings: list[str] = []
+        self._reserve: _Reserve | None = None
         with _opening_lock(self.path.parent):
             self._db = self._open(check)
+        if reserve:
+            self._keep_reserve()
+        elif reader:
+            with contextlib.suppress(OSError):
+                _Reserve.sweep(self.path)
+
+    def _keep_reserve(self) -> None:
+        """Allocate the reserve (`_Reserve.keep`), held for a search's time too (`held_open`):
+        its probe runs, each opening and closing the store, would each make and remove it."""
+        try:
+            self._reserve = _Reserve.keep(self.path)
+        except OSError as exc:
+            self._db.close()
+            raise self._os_error(
+                exc, f"cannot keep the {RESERVE_BYTES >> 20} MiB its commits may need"
+            ) from exc
+        if self._reserve is not None:
+            _hold(self.path.resolve().with_name(self.path.name + RESERVE_SUFFIX), reserve=True)
 
     def _open(self, check: bool) -> sqlite3.Connection:
         """Connect, check and migrate; retried while another process holds the file.
@@ -662,12 +775,15 @@ class Store:
         """Close the connection, writing the attempts held first: each ended, so each is
         kept. A failure to write them leaves them to `--resume`: a run has written them, or
         said so, before (pipeline/stages' `_Keeper.flush(at_end=True)`), where a word said
-        here came after the run's warnings were read."""
+        here came after the run's warnings were read. The reserve goes with the last engine."""
         with self._lock:
             if self._held:
                 with contextlib.suppress(sqlite3.Error), self._db:
                     self._write_held()
             self._db.close()
+            reserve, self._reserve = self._reserve, None
+            if reserve is not None:
+                reserve.close()
 
     def commit(self) -> int:
         """Write and commit the attempts `record_attempt(commit=False)` held; how many.
@@ -684,10 +800,28 @@ class Store:
     def _write_held(self) -> int:
         """Write the attempts held, in the transaction open on the connection; how many.
         One statement for all (executemany), where each attempt's own cost it a cold one."""
-        held, self._held = self._held, []
+        held, self._held, self._held_bytes = self._held, [], 0
         if held:
-            self._db.executemany(_INSERT_ATTEMPT, [_attempt_row(*each) for each in held])
+            self._db.executemany(_INSERT_ATTEMPT, held)
         return len(held)
+
+    def _keep_held(self, held: list[tuple[object, ...]], exc: sqlite3.Error) -> int:
+        """After a write that failed with the attempts `held` in it: how many of them are lost.
+
+        A full disk frees the reserve (made for this) and writes them again in their own
+        transaction, which fits in it: kept, said or not. Another failure, or a reserve that
+        is gone or could not be made, loses them (`--resume` runs them again)."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if not held or code != _SQLITE_FULL:
+            return len(held)
+        if self._reserve is None or not self._reserve.free():
+            return len(held)
+        try:
+            with self._db:
+                self._db.executemany(_INSERT_ATTEMPT, held)
+        except sqlite3.Error:
+            return len(held)
+        return 0
 
     def __enter__(self) -> Store:
         return self
@@ -700,14 +834,14 @@ class Store:
         with self._lock:
             self._restore_if_deleted()
             # The attempts held go first, in the same transaction: they ended before it.
-            held = len(self._held)
+            held = self._held
             try:
                 with self._db:
                     self._write_held()
                     yield self._db
             except sqlite3.Error as exc:
                 error = self.error(exc, "cannot write to it")
-                error.lost = held
+                error.lost = self._keep_held(held, exc)
                 raise error from exc
 
     def _restore_if_deleted(self) -> None:
@@ -797,13 +931,17 @@ class Store:
     ) -> None:
         """Store one finished attempt, committed at once (a killed engine keeps it), or with
         `commit=False` held, to be written at the next `commit` or other write (the
-        module's docstring)."""
+        module's docstring), unless HELD_MOST or HELD_BYTES are held: then at once too."""
+        row = _attempt_row(run_id, cell_id, attempt, shard)
         if not commit:
+            size = sum(len(value) for value in row if isinstance(value, str))
             with self._lock:
-                self._held.append((run_id, cell_id, attempt, shard))
-            return
+                if len(self._held) < HELD_MOST and self._held_bytes + size <= HELD_BYTES:
+                    self._held.append(row)
+                    self._held_bytes += size
+                    return
         with self._write() as db:
-            db.execute(_INSERT_ATTEMPT, _attempt_row(run_id, cell_id, attempt, shard))
+            db.execute(_INSERT_ATTEMPT, row)
 
     def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
         """Delete stored attempts so `--resume` runs them again; returns how many went.

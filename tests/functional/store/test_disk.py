@@ -9,6 +9,7 @@ run cannot go on, never a traceback) and nothing already stored is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,12 +21,15 @@ import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from reprospec.store.db import RESERVE_BYTES, RESERVE_SUFFIX, Store, StoreError
 from tests.support.cli import ROOT, CliResult
 from tests.support.killed import gated_spec, killed_run
+from tests.support.runs import hang_run
 
 PY = sys.executable
 
@@ -82,9 +86,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 FILL = """\
 import os, sys, time
-# Cell 1 runs past the engine's HELD_UNDER_S (0.1 s): committed as it ends, it is kept.
-if sys.argv[1] == "1":
-    time.sleep(0.5)
 # Cell 3 of the first run fills the disk that holds --out (a checkpoint too big, say).
 if sys.argv[1] == "3" and not os.path.exists("FILLED"):
     open("FILLED", "w").close()
@@ -95,6 +96,9 @@ if sys.argv[1] == "3" and not os.path.exists("FILLED"):
                 ballast.flush()
         except OSError:
             pass
+# Each runs past the engine's HELD_UNDER_S (0.1 s), committed as it ends: none is held for
+# the store's reserve to keep (test_a_full_disk_loses_no_attempt_whose_pass_was_said).
+time.sleep(0.2)
 print("cell", sys.argv[1])
 """
 
@@ -122,19 +126,16 @@ def test_a_full_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     assert "disk is full" in first.stderr
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
     assert f"reprospec run --resume {run_id} --out {out}" in first.stderr
-    # What the run stored before the disk filled is kept, and it says how much: n=1, which
-    # ran past HELD_UNDER_S, was committed as it ended. A pass shorter than that shares a
-    # commit with those that end near it (n=2, within the slack of n=3's start at -j 1),
-    # so a disk that fills before that commit takes it with it, said in the count:
-    # --resume runs it again (below: every cell reproduced). An attempt that did not pass
-    # is never held (test_keeper). Both asserts passed with nothing stored (review).
+    # What the run stored before the disk filled is kept, and it says how much: n=1 and
+    # n=2, each committed as it ended; n=3's commit met the full disk. --resume runs it
+    # and n=4 (below: every cell reproduced). Both asserts passed with nothing stored
+    # (review). The short passes a full disk meets held: the next test.
     stored = [row[0] for row in _rows(out / "results.db", "SELECT cell_id FROM attempts")]
     (count,) = re.findall(
         r"the run stopped; (\d+) attempts? of it (?:was|were) stored", first.stderr
     )
     assert int(count) == len(stored), first.stderr
-    assert set(stored) <= {"n=1", "n=2"}, stored
-    assert "n=1" in stored, stored
+    assert sorted(map(str, stored)) == ["n=1", "n=2"], stored
     ballast.unlink()
     # The store could not take the run's `interrupted`: history, report and the resume's
     # record said the engine was killed (SIGKILL, the OOM killer), where it stopped, saying
@@ -158,6 +159,194 @@ def test_a_full_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     verdicts = {cell["id"]: cell["verdict"] for cell in results["cells"]}
     assert verdicts == dict.fromkeys(["n=1", "n=2", "n=3", "n=4"], "reproduced")
     assert _rows(out / "results.db", "SELECT status FROM runs") == [("finished",)]
+
+
+def _fill(disk: Path) -> Path:
+    """Fill `disk` to its last page with a ballast file; the ballast's path."""
+    ballast = disk / "ballast"
+    with ballast.open("wb", buffering=0) as handle:
+        for chunk in (1 << 16, 4096, 512, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"x" * chunk)
+    return ballast
+
+
+def _reserve_of(out: Path) -> Path:
+    return out / f"results.db{RESERVE_SUFFIX}"
+
+
+def test_a_full_disk_keeps_the_attempts_held_for_their_commit(small_disk: Path) -> None:
+    # A run's short passes are held for one commit (Store.record_attempt(commit=False)); a
+    # disk that filled before it took them all back (StoreError.lost), their progress lines
+    # said. The reserve freed, they are written, and the store says the disk is full.
+    run = hang_run()
+    out = small_disk / "out"
+    store = Store(out, reserve=True)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+    attempt = run.cells[0].attempts[0]
+    for number in range(1, 21):
+        store.record_attempt(run.run_id, "default", replace(attempt, attempt=number), commit=False)
+    assert _rows(out / "results.db", "SELECT attempt FROM attempts") == []  # held, all 20
+    ballast = _fill(small_disk)
+    with pytest.raises(StoreError) as failed:
+        store.commit()
+    assert failed.value.full, str(failed.value)
+    assert "the disk is full" in str(failed.value)
+    assert failed.value.lost == 0
+    stored = _rows(out / "results.db", "SELECT attempt FROM attempts ORDER BY attempt")
+    assert [row[0] for row in stored] == list(range(1, 21))
+    store.close()
+    assert not _reserve_of(out).exists()
+    # The next engine, once there is room, makes the reserve again and reads them all.
+    ballast.unlink()
+    with Store(out, reserve=True) as again:
+        assert len(again.finished_attempts(run.run_id)) == 20
+        assert _reserve_of(out).stat().st_blocks * 512 >= RESERVE_BYTES
+
+
+def _free(disk: Path) -> int:
+    info = os.statvfs(disk)
+    return info.f_bavail * info.f_frsize
+
+
+def _about(free: int, expected: int) -> bool:
+    """The same room but the store's own pages (its -wal and -shm come and go): no second
+    reserve, none left."""
+    return abs(free - expected) < RESERVE_BYTES // 4
+
+
+KILLED_HOLDER = """import os, sys
+from reprospec.store.db import Store
+Store(sys.argv[1], reserve=True)
+os._exit(0)  # as a SIGKILLed engine: no close
+"""
+
+
+def test_one_reserve_per_store_gone_with_its_last_engine_or_after_a_killed_one(
+    small_disk: Path,
+) -> None:
+    out = small_disk / "out"
+    empty = _free(small_disk)
+    first = Store(out, reserve=True)
+    reserve = _reserve_of(out)
+    assert reserve.stat().st_blocks * 512 >= RESERVE_BYTES
+    with_one = _free(small_disk)
+    assert empty - with_one >= RESERVE_BYTES
+    # A second engine of the store shares it: no second reserve, nothing more allocated.
+    second = Store(out, reserve=True)
+    assert _about(_free(small_disk), with_one)
+    assert [p.name for p in out.iterdir() if p.name.endswith(RESERVE_SUFFIX)] == [reserve.name]
+    first.close()
+    assert reserve.exists()  # the second still runs
+    second.close()
+    assert not reserve.exists()
+    # A store opened without one (a reader, slurm's resume) makes none.
+    Store(out).close()
+    Store(out, reader=True).close()
+    assert not reserve.exists()
+    # A killed engine's stays allocated: the next engine takes it over (the same file,
+    # nothing more allocated), and removes it as it closes.
+    (small_disk / "holder.py").write_text(KILLED_HOLDER)
+    done = subprocess.run(
+        [PY, str(small_disk / "holder.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    left = reserve.stat()
+    assert left.st_blocks * 512 >= RESERVE_BYTES
+    with Store(out, reserve=True):
+        assert reserve.stat().st_ino == left.st_ino
+        assert _about(_free(small_disk), with_one)
+    assert not reserve.exists()
+    # Or the next reader removes it: a reader keeps none, and no engine holds it.
+    done = subprocess.run(
+        [PY, str(small_disk / "holder.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert reserve.exists()
+    Store(out, reader=True).close()
+    assert not reserve.exists()
+    assert _about(_free(small_disk), empty)
+
+
+def test_a_disk_without_room_for_the_reserve_refuses_the_run_before_it_runs(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, "reprospec: 1\nname: t\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    out = small_disk / "out"
+    Store(out).close()  # the store, made while there was room
+    # Room to open it (its -wal and -shm), not for its reserve.
+    ballast = _fill(small_disk)
+    os.truncate(ballast, ballast.stat().st_size - RESERVE_BYTES // 4)
+    refused = _reprospec("run", str(spec), "--out", str(out))
+    assert refused.code == 3, refused.stderr
+    _no_traceback(refused)
+    assert f"the results store {out / 'results.db'}: cannot keep the 1 MiB" in refused.stderr
+    assert "the disk is full" in refused.stderr
+    assert not (out / "runs").exists() or not list((out / "runs").iterdir())
+    assert not _reserve_of(out).exists()
+
+
+FILL_AND_FAIL = """\
+import os, sys
+if not os.path.exists("FILLED"):
+    open("FILLED", "w").close()
+    with open(sys.argv[2], "wb") as ballast:
+        try:
+            while True:
+                ballast.write(b"x" * 4096)
+                ballast.flush()
+        except OSError:
+            pass
+    sys.exit(1)
+"""
+
+QUICK_THEN_FULL = """\
+reprospec: 1
+name: quick-then-full
+matrix:
+  n: [1, 2, 3, 4, 5, 6, 7]
+# n=1..5 pass at once (`test`, well under HELD_UNDER_S: held for a shared commit); n=6 fills
+# the disk and fails, committed at once, which the full disk refuses.
+command: test ${{ matrix.n }} != 6 || python fill.py ${{ matrix.n }} BALLAST
+expect: {outcome: pass}
+"""
+
+
+def test_a_full_disk_loses_no_attempt_whose_pass_was_said(tmp_path: Path, small_disk: Path) -> None:
+    # Said "pass" and not stored: on a loaded machine the five short passes all ended
+    # within the quarter second before n=6's failing commit, were held, and 0 of the 7 were
+    # stored, the five lines said. Now every line said is a stored attempt.
+    out = small_disk / "out"
+    ballast = small_disk / "ballast"
+    (tmp_path / "fill.py").write_text(FILL_AND_FAIL)
+    spec = _spec(tmp_path, QUICK_THEN_FULL.replace("BALLAST", str(ballast)))
+    first = _reprospec("run", str(spec), "--out", str(out), "-j", "1", cwd=tmp_path)
+    assert first.code == 3, first.stderr
+    _no_traceback(first)
+    assert "disk is full" in first.stderr
+    said = re.findall(r"\] (n=\d) #1: pass", first.stderr)
+    assert said, first.stderr
+    stored = {row[0] for row in _rows(out / "results.db", "SELECT cell_id FROM attempts")}
+    assert set(said) <= stored, first.stderr
+    (count,) = re.findall(
+        r"the run stopped; (\d+) attempts? of it (?:was|were) stored", first.stderr
+    )
+    assert int(count) == len(stored), first.stderr
+    assert not _reserve_of(out).exists()
+    ballast.unlink()
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+    second = _reprospec("run", "--resume", run_id, "--out", str(out), cwd=tmp_path)
+    assert second.code == 0, second.stderr
+    assert second.results()["summary"]["reproduced"] == 7
 
 
 # -- a damaged store -----------------------------------------------------------------------

@@ -30,7 +30,7 @@ class _Runner:
         self.closed += 1
 
 
-def _refused(_: Path) -> None:
+def _refused(_: Path, **__: object) -> None:
     raise StoreError("the store is damaged")
 
 

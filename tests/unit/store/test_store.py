@@ -14,7 +14,14 @@ import pytest
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import NotRun, RunResult
 from reprospec.errors import FatalError
-from reprospec.store.db import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
+from reprospec.store.db import (
+    _SCHEMA,
+    HELD_BYTES,
+    HELD_MOST,
+    SCHEMA_VERSION,
+    Store,
+    environment_fingerprint,
+)
 from tests.support.runs import hang_run, infra_run, pool_hang_run, segfault_matrix
 
 OPTIONS: JsonObject = {"runner": "local", "jobs": 2, "repeat": None}
@@ -410,6 +417,31 @@ def test_held_attempts_are_written_at_the_commit_or_the_next_write(tmp_path: Pat
     store.close()
     assert ("default", 10) in reader.finished_attempts(run.run_id)
     assert ("default", 9) not in reader.finished_attempts(run.run_id)
+    reader.close()
+
+
+def test_held_attempts_past_their_bounds_are_committed_at_once(tmp_path: Path) -> None:
+    # The store's reserve covers the commit of a bounded batch (store/db.py's RESERVE_BYTES):
+    # a run of `true` at -j 16 held every attempt of its last quarter second, hundreds, and a
+    # pass whose child printed warnings by the thousand held them all, for one commit.
+    run = hang_run()
+    short = run.cells[0].attempts[1]  # a pass: a few hundred bytes of row
+    store = Store(tmp_path)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+    reader = Store(tmp_path, reader=True)
+    for number in range(1, HELD_MOST + 1):
+        store.record_attempt(run.run_id, "default", replace(short, attempt=number), commit=False)
+    assert reader.finished_attempts(run.run_id) == {}
+    # One more is committed at once, with them.
+    store.record_attempt(run.run_id, "default", replace(short, attempt=100), commit=False)
+    assert len(reader.finished_attempts(run.run_id)) == HELD_MOST + 1
+    # So is one whose row alone is past HELD_BYTES.
+    store.record_attempt(run.run_id, "default", replace(short, attempt=101), commit=False)
+    big = replace(short, attempt=102, warnings=("w" * HELD_BYTES,))
+    store.record_attempt(run.run_id, "default", big, commit=False)
+    assert {101, 102} <= {number for _, number in reader.finished_attempts(run.run_id)}
+    assert store.commit() == 0
+    store.close()
     reader.close()
 
 
