@@ -904,25 +904,21 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
 
 
 def native_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None:
-    """Where a failure with no Python frame to name it was, from its native stacks
-    (native-stacks.json) of the first of `attempts` that names one, by the engine's rule: a
-    crash's, the frame its signature gained from the crashed process's core (`main@seg`:
-    `native.signature_frame`); a hang's, where its live processes sat
-    (`clock_nanosleep@libc<-main@nap`: `native.hung_frame`). A C program's were titled
+    """Where a failure with no Python frame to name it was, of the first of `attempts` that
+    names one, by the engine's rule: a crash's, the frame its signature gained from the
+    crashed process's core (`main@seg`: `native.signature_frame`, read again from its
+    native-stacks.json); a hang's, where its live processes sat, as the run's outcome keeps
+    it (`clock_nanosleep@libc<-main@nap`: `Outcome.hung_native`). A C program's were titled
     `./seg: SIGSEGV` and `./nap: hang`, though its signature said `main@seg` and its stacks
     showed `nanosleep` in `main`."""
     for attempt in attempts:
         ran = attempt.ran
-        if ran is None or (ran.kind == "hang" and attempt.stack):
-            continue  # a hang's Python stack names its place (crash_frame), or nothing does
-        stacks = native.read(run_dir / attempt.logs)
-        if stacks is None:
+        if ran is not None and ran.kind == "hang" and ran.hung_native is not None:
+            return ran.hung_native
+        if ran is None or ran.kind != "crash":
             continue
-        if ran.kind == "crash":
-            frame = native.signature_frame(stacks, ran.crashed_pid)
-        else:
-            frame = native.hung_frame(stacks)
-        if frame is not None:
+        stacks = native.read(run_dir / attempt.logs)
+        if stacks is not None and (frame := native.signature_frame(stacks, ran.crashed_pid)):
             return frame
     return None
 

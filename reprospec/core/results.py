@@ -241,10 +241,13 @@ class Outcome:
     happen, it is no bug of the code under test. `crashed_child` (a hang) names a
     descendant that died of a signal before it: the hang's likely cause.
     `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's. `hung_in` (a hang)
-    is the frame of the user's code it sat in, where its stacks show one. `members`: where
-    `exception` is an exception group (`ExceptionGroup`, an `asyncio.TaskGroup`'s failure),
-    the exceptions it held (a nested group's in its place), as its traceback printed them:
-    every TaskGroup failure is an `ExceptionGroup`, its members tell one bug from another.
+    is the frame of the user's code it sat in, where its stacks show one; `hung_native`, where
+    it has no Python stack (a C program), the place its native stacks show it sat in, named
+    as a crash's signature frame is (`clock_nanosleep@libc<-main@nap`: `native.hung_frame`).
+    `members`: where `exception` is an exception group (`ExceptionGroup`, an
+    `asyncio.TaskGroup`'s failure), the exceptions it held (a nested group's in its place),
+    as its traceback printed them: every TaskGroup failure is an `ExceptionGroup`, its
+    members tell one bug from another.
     """
 
     kind: OutcomeKind
@@ -271,6 +274,14 @@ class Outcome:
     oom_killed: bool = False
     hung_in: PythonFrame | None = None
     members: tuple[GroupMember, ...] = ()
+    hung_native: str | None = None
+
+    @property
+    def hung_place(self) -> str | None:
+        """Where a hang sat, as its words and a report name it: `work (hangkid.py:3)`
+        (`hung_in`), else its native place (`clock_nanosleep@libc<-main@nap`); None where
+        neither is known."""
+        return self.hung_in.short() if self.hung_in is not None else self.hung_native
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

@@ -186,7 +186,8 @@ def outcome_phrase(
 ) -> str:
     """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words (`crash SIGKILL by
     the OOM killer (worker)` where the kernel's OOM killer sent the signal, `hang in work
-    (hangkid.py:3)` where a hang's stacks show the user's frame it sat in).
+    (hangkid.py:3)` where a hang's stacks show the user's frame it sat in, or a C program's
+    native place, `hang in clock_nanosleep@libc<-main@nap`).
 
     `where=False` leaves out the phase and step, and a hang's frame (a grid cell, or a
     reason whose expectation does not ask where); `message=True` adds the message's first line;
@@ -219,9 +220,9 @@ def outcome_phrase(
         parts.append("(worker)")
     elif outcome.where == "child":
         parts.append(_child(outcome, pid=pid and where))
-    if where and outcome.kind == "hang" and outcome.hung_in is not None:
+    if where and outcome.kind == "hang" and (place := outcome.hung_place) is not None:
         # Where it sat: hangs in two places share the signature `hang`.
-        parts.append(f"in {outcome.hung_in.short()}")
+        parts.append(f"in {place}")
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")

@@ -405,7 +405,8 @@ def _preload_environ(names: tuple[str, ...]) -> tuple[str, ...]:
 
 def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outcome | NotRun:
     """A crash's signature gains its top in-library native frame, so two different
-    segfaults are told apart; a distributed hang's detail names the rank out of step."""
+    segfaults are told apart; a hang with no Python stack, its native place (`hung_native`);
+    a distributed hang's detail names the rank out of step."""
     if not isinstance(outcome, Outcome):
         return outcome
     if outcome.kind == "crash" and evidence.native is not None:
@@ -415,6 +416,17 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
                 outcome.signature, evidence.native, pid=_pid(outcome)
             ),
         )
+    if (
+        outcome.kind == "hang"
+        and evidence.native is not None
+        and not evidence.stack
+        and outcome.hung_in is None
+        and outcome.crashed_child is None
+    ):
+        # No Python stack names where it sat (a C program's): its live native stacks do, as
+        # a crash's name its frame (its progress line and report said `hang` alone). After
+        # a child's death, the child names the hang instead, as for Python.
+        outcome = replace(outcome, hung_native=native.hung_frame(evidence.native))
     if outcome.kind != "pass" and evidence.gpu is not None:
         outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:

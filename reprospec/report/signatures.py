@@ -172,6 +172,8 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
     """
     hung = outcome.hung_in if outcome.kind == "hang" else None
     place = f" in {hung.function} ({hung.path})" if hung is not None else ""
+    if outcome.kind == "hang" and hung is None and outcome.hung_native is not None:
+        place = f" in {outcome.hung_native}"  # a C program's, by its native stacks
     return (signature, child_named(outcome) + place)
 
 

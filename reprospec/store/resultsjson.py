@@ -97,6 +97,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["oom_killed"] = True
     if outcome.hung_in is not None:
         out["hung_in"] = outcome.hung_in.to_dict()
+    if outcome.hung_native is not None:
+        out["hung_native"] = outcome.hung_native
     if outcome.members:
         out["members"] = [m.to_dict() for m in outcome.members]
     return out
@@ -185,6 +187,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             else None
         ),
         members=_members(d),
+        hung_native=text_or_none(d.get("hung_native")),
     )
 
 

@@ -1,8 +1,10 @@
 """`reprospec capture -- ./prog` of a real C program, built with cc in the test's folder: what
-its spec carries of the shell's variables, and where its hang is said to sit."""
+its spec carries of the shell's variables, and where its crash and its hang are said to be
+(and where `reprospec run` says its hang sits)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -136,6 +138,32 @@ def test_a_c_program_s_crash_is_titled_and_expected_by_its_signature_s_native_fr
     (signal,) = [line for line in text.splitlines() if line.lstrip().startswith("signal:")]
     assert signal.startswith("  signal: SIGSEGV  # "), signal
     assert signal.endswith(", in main@seg"), signal
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_c_program_s_hang_is_placed_by_the_run_s_line_report_and_results(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `reprospec run` of a C program's hang said `hang (observed)`, and its report.md `hang`,
+    # with no place: the outcome kept only a Python frame (`hung_in`), though its native
+    # stacks showed `sleep` in `main`. The outcome keeps the native place and its words say it.
+    work = tmp_path / "nap"
+    built(work, "nap", _NAP)
+    spec = work / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: nap\ncommand: ./nap\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec), "--out", str(tmp_path / "out"), cwd=work)
+    assert result.code == 0, result.stdout + result.stderr
+    run = result.latest_run()
+    (attempt,) = json.loads((run / "results.json").read_text())["cells"][0]["attempts"]
+    place = attempt["outcome"]["hung_native"]
+    assert isinstance(place, str), attempt["outcome"]
+    assert place.endswith("<-main@nap"), place
+    assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
+    assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
+    assert f"`hang in {place}`" in (run / "report.md").read_text()
 
 
 @needs_cc
