@@ -134,6 +134,8 @@ class ExpectChecks:
                 self.newer_builtin(path, name)
             if not isinstance(name, str) or expr.OPEN in name or _EXCEPTION_NAME.fullmatch(name):
                 continue  # (an empty one: the schema's minLength says so)
+            if path[0] == "expect" and _is_cxx_type(name):
+                continue  # what std::terminate printed, compared as written
             # An exception group as an outcome names it, its members after it, which no
             # class is named (core/results.GROUP_NAMED).
             group = GROUP_NAMED.fullmatch(name) if path[0] == "expect" else None
@@ -155,11 +157,15 @@ class ExpectChecks:
                 if path[0] == "expect"
                 else ""
             )
-            self.add(
-                path,
-                f"{_show(name)} names no exception class: give a class name like ValueError or "
-                f"a dotted one like torch.OutOfMemoryError{how}",
+            # An expected one may be C++'s too (the crash's, `_is_cxx_type`); a fault's is
+            # the harness's to raise, Python's.
+            kinds = (
+                "a class name like ValueError, a dotted one like torch.OutOfMemoryError or "
+                "C++'s like std::runtime_error"
+                if path[0] == "expect"
+                else "a class name like ValueError or a dotted one like torch.OutOfMemoryError"
             )
+            self.add(path, f"{_show(name)} names no exception class: give {kinds}{how}")
 
     def newer_builtin(self, path: JsonPath, name: str) -> None:
         """A fault's builtin that `environment.python`, where the spec names one, lacks. The
@@ -441,6 +447,29 @@ _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
 # std::terminate does, C++'s (`std::runtime_error`, `c10::Error`: outcome/cxxterminate.py),
 # the exception of a crash by SIGABRT.
 _EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
+# C++'s type as std::terminate prints it, demangled, which capture writes as the spec's
+# `exception` and a crash's outcome holds as printed: a template's (`boost::wrapexcept<
+# boost::bad_lexical_cast>`), a pointer's (`char const*`, of `throw "text"`), `(anonymous
+# namespace)::Fault`, a fundamental type's (`unsigned long`). Refused, capture's own spec
+# failed `validate`.
+_CXX_TYPE = Lazy(r"(?:[^\W\d]|\()(?:\w|::|[<>,*&()\[\] ])*")
+_CXX_WORD = Lazy(
+    r"void|bool|wchar_t|char(?:8_t|16_t|32_t)?|short|int|long|signed|unsigned|float|double"
+    r"|const|volatile"
+)
+
+
+def _is_cxx_type(name: str) -> bool:
+    """Whether `name` is a C++ type's spelling (`_CXX_TYPE`) no Python class's can be: one
+    that holds `::`, `<`, `*` or `&`, or is made of C++'s own type words, its brackets
+    paired (`ValueError(` stays refused)."""
+    if not _CXX_TYPE.fullmatch(name) or name != name.strip():
+        return False
+    if any(name.count(left) != name.count(right) for left, right in ("<>", "()", "[]")):
+        return False
+    return any(mark in name for mark in ("::", "<", "*", "&")) or all(
+        _CXX_WORD.fullmatch(word) for word in name.split()
+    )
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for

@@ -89,3 +89,51 @@ def test_a_ticket_of_the_terminate_words_alone_reads_the_crash_a_live_run_meets(
     assert ran.code == 0, ran.stdout + ran.stderr
     (cell,) = ran.results()["cells"]
     assert cell["verdict"] == "reproduced", cell
+
+
+_TYPES = """
+#include <cstring>
+#include <stdexcept>
+namespace boost {
+struct bad_lexical_cast : std::bad_cast {
+  const char* what() const noexcept override { return "bad lexical cast"; }
+};
+template <class E> struct wrapexcept : E {};
+}
+int main(int argc, char** argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "text")) throw "no config";
+  throw boost::wrapexcept<boost::bad_lexical_cast>();
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("argument", "thrown"),
+    [("", "boost::wrapexcept<boost::bad_lexical_cast>"), ("text", "char const*")],
+)
+def test_a_ticket_of_a_cxx_type_no_python_class_spells_writes_a_valid_spec(
+    cli: Cli, tmp_path: Path, argument: str, thrown: str
+) -> None:
+    """std::terminate names a template's type and a `throw "text"`'s (`char const*`) as C++
+    spells them; capture wrote them as `exception`, and `validate` refused its own spec
+    ("names no exception class"). They are valid, and a run judges them as written."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "types.cpp").write_text(_TYPES)
+    subprocess.run(["g++", "-O0", "-o", str(work / "types"), str(work / "types.cpp")], check=True)
+    command = f"./types {argument}".strip()
+    printed = subprocess.run(command.split(), cwd=work, capture_output=True, text=True).stderr
+    assert f"instance of '{thrown}'" in printed, printed
+    (tmp_path / "ticket.md").write_text(f"It dies:\n\n    $ {command}\n{printed}\n")
+    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+    expect = load_spec(str(tmp_path / "t.yaml")).document["expect"]
+    assert isinstance(expect, dict), expect
+    assert expect["exception"] == thrown, expect
+    checked = cli("validate", "t.yaml", cwd=tmp_path)
+    assert "names no exception class" not in checked.stdout + checked.stderr, checked.stderr
+    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["attempts"][0]["outcome"]["exception"] == thrown, cell
+    assert cell["verdict"] == "reproduced", cell
