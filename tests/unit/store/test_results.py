@@ -168,6 +168,23 @@ def test_an_oom_kill_is_a_key_only_where_it_was_seen_and_old_files_load_without_
     assert loaded == replace(killed, oom_killed=False)
 
 
+def test_a_native_hang_place_is_kept_and_old_files_load_without_it() -> None:
+    # A C program's hang keeps where its native stacks show it sat (`hung_native`): what the
+    # run's line and report say, and what `report` of results.json must say again.
+    run = hang_run()
+    first = run.cells[0].attempts[0]
+    assert isinstance(first.outcome, Outcome)
+    assert "hung_native" not in as_file(run)["cells"][0]["attempts"][0]["outcome"]
+    placed = replace(first.outcome, hung_in=None, hung_native="clock_nanosleep@libc<-main@nap")
+    cells = (replace(run.cells[0], attempts=(replace(first, outcome=placed),)),)
+    data = as_file(replace(run, cells=cells))
+    assert data["cells"][0]["attempts"][0]["outcome"]["hung_native"] == placed.hung_native
+    assert run_from_dict(data).cells[0].attempts[0].outcome == placed
+    del data["cells"][0]["attempts"][0]["outcome"]["hung_native"]  # as older versions wrote it
+    loaded = run_from_dict(data).cells[0].attempts[0].outcome
+    assert loaded == replace(placed, hung_native=None)
+
+
 def test_a_group_ending_a_chain_has_its_members_stored_once() -> None:
     """`raise ExceptionGroup(...) from err`: the chain's last link is the group that ended
     the process, whose members are the outcome's; results.json (and the store, which keeps
