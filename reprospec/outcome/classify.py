@@ -92,7 +92,7 @@ traceback is the outcome's `last_traceback`, named as the last one printed, and 
 that line ends a warning: evidence.ends_with_warning). A crash by SIGABRT with no
 exception of its own takes C++'s: the type and `what()` std::terminate printed before its
 abort (cxxterminate.py), however the abort was seen (the program's signal, a shell's 134,
-a child's death); phase,
+a child's death), unless another abort is reported after it (a failed assert()); phase,
 step, stage and module from the events. A command that is
 pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
 traceback takes the exception and message pytest reports for its first failing test

@@ -1027,8 +1027,9 @@ STACK_FRAME = Lazy(rf"^\s*{FRAME_AT},? in (?P<function>\S+)")
 
 # A compiler sanitizer's report (ASan, UBSan with halt_on_error, TSan, MSan) names its
 # finding on a `SUMMARY: AddressSanitizer: heap-buffer-overflow /w/heap.c:3 in overflow` line,
-# then prints its shadow memory and `==PID==ABORTING` last and exits 1.
-_SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$", re.M)
+# then prints its shadow memory and `==PID==ABORTING` last and exits 1 (or aborts, under
+# abort_on_error): the one spelling of that line, which cxxterminate.py reads too.
+SANITIZER_ABORT = Lazy(r"^==\d+==ABORTING\s*$", re.M)
 _SANITIZER_SUMMARY = Lazy(r"^SUMMARY: (?P<finding>\w+Sanitizer: .*?)\s*$", re.M)
 # A place in a finding: the source as compiled, with its line (`/w/heap.c:3`, `heap.c:3:7`),
 # or, with no symbolizer, the module and its offset (`(/w/libheap.so+0x11d9)`); or a path.
@@ -1052,7 +1053,7 @@ def sanitizer_report(text: str) -> str | None:
     `text` that ended its program: the last `SUMMARY:` line before a `==PID==ABORTING`;
     None without one. A ticket's paste, whose prose may follow the report, where
     `last_line` reads a program's output, which ends in it."""
-    aborts = [m.start() for m in _SANITIZER_ABORT.compiled.finditer(text)]
+    aborts = [m.start() for m in SANITIZER_ABORT.compiled.finditer(text)]
     if not aborts:
         return None
     found = [m["finding"] for m in _SANITIZER_SUMMARY.compiled.finditer(text, 0, aborts[-1])]
@@ -1075,7 +1076,7 @@ def last_line(text: str) -> str | None:
     if not lines:
         return None
     last = lines[-1]
-    if _SANITIZER_ABORT.match(last):
+    if SANITIZER_ABORT.match(last):
         return sanitizer_report(text)
     if STACK_FRAME.match(last):
         return None
