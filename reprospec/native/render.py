@@ -145,20 +145,22 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     """`clock_nanosleep@libc<-main@nap`: where a hang sits in native code, named as a crash's
     signature frame is (`_named_place`), for a program with no Python stack to name it (a C
     program's hang was titled `./nap: hang`, where a crash names its frame). Of the processes
-    read live, in their order, the first that waits for no child in any thread (`_child_wait`)
+    read live, in their order, the first whose main thread waits for no child (`_child_wait`)
     whose thread `hung_thread_order` ranks first (one on a mutex before one that sleeps)
     names a frame. Any launcher waits where its child hangs, not a shell alone: `make` was
     titled `hang in wait4@libc<-reap_children@make` while its `./nap` slept in `main`; a
     cargo's or a C parent's `waitpid` are alike, beside threads of their own that idle on a
-    lock. None where only such a process names one: the child that hangs was not read, and
-    its launcher's wait is no place of the hang."""
+    lock. Its main thread says it is a launcher, not any thread: a program whose helper
+    thread reaps a child while main deadlocks was passed over whole, and its hang placed in
+    the idle child's sleep. None where only launchers name one: the child that hangs was not
+    read, and its launcher's wait is no place of the hang."""
     from reprospec.native.stacks import hung_thread_order
 
     for process in stacks.processes:
         if process.source != "attach" or not process.threads:
             continue
         threads = process.threads
-        if any(_child_wait(t) is not None for t in threads):
+        if _child_wait(_main_thread(process)) is not None:
             continue
         order = hung_thread_order(
             [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
@@ -403,6 +405,12 @@ def _child_wait(thread: Thread) -> Frame | None:
     `hung_frame`)."""
     libc = next((f for f in thread.frames if _is_libc(f)), None)
     return libc if libc is not None and libc.symbol.lstrip("_") in _WAITS else None
+
+
+def _main_thread(process: ProcessStacks) -> Thread:
+    """The process's main thread (its LWP is the pid), else its first as read (eu-stack and
+    gdb list main first; a pid read in another namespace than its threads' matches none)."""
+    return next((t for t in process.threads if t.lwp == process.pid), process.threads[0])
 
 
 def _is_libc(frame: Frame) -> bool:

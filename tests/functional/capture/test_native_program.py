@@ -41,6 +41,25 @@ int main(void) {
 }
 """
 
+# A deadlock in main while a helper thread reaps a child (`sleep 1000`, idle) in waitpid.
+_REAP = """\
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pid_t child;
+static void *reaper(void *arg) { waitpid(child, 0, 0); return arg; }
+static void stuck(void) { pthread_mutex_lock(&held); pthread_mutex_lock(&held); }
+int main(void) {
+    pthread_t r;
+    child = fork();
+    if (child == 0) { execlp("sleep", "sleep", "1000", (char *)0); _exit(127); }
+    pthread_create(&r, 0, reaper, 0);
+    stuck();
+    return 0;
+}
+"""
+
 
 def built(folder: Path, name: str, source: str) -> None:
     """`folder/name`, compiled from `source` (-O0: the program's own frames stay)."""
@@ -164,6 +183,31 @@ def test_a_c_program_s_hang_is_placed_by_the_run_s_line_report_and_results(
     assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
     assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
     assert f"`hang in {place}`" in (run / "report.md").read_text()
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_program_whose_thread_reaps_a_child_is_placed_in_its_own_deadlock(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # reap: main deadlocks in stuck() while a helper thread waits for its child (`sleep
+    # 1000`) in waitpid. `reprospec run` said `hang in clock_nanosleep@libc`, the idle
+    # child's: a program with any thread in a child wait was passed over as a launcher.
+    work = tmp_path / "reap"
+    built(work, "reap", _REAP)
+    spec = work / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: reap\ncommand: ./reap\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec), "--out", str(tmp_path / "out"), cwd=work)
+    assert result.code == 0, result.stdout + result.stderr
+    (attempt,) = json.loads((result.latest_run() / "results.json").read_text())["cells"][0][
+        "attempts"
+    ]
+    place = attempt["outcome"]["hung_native"]
+    assert isinstance(place, str), attempt["outcome"]
+    assert place.endswith("<-stuck@reap"), place
+    assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
 
 
 @needs_cc

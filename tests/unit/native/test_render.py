@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import pytest
@@ -277,6 +278,26 @@ def test_a_hang_is_placed_in_the_child_a_launcher_waits_for_not_in_its_wait() ->
     # Only launchers read (the child that hangs was not): their wait is no place of it.
     assert hung_frame(NativeStacks(processes=(_CARGO, _MAKE))) is None
     assert hung_frame(NativeStacks(processes=(_shell("attach", *_WAIT4),))) is None
+
+
+def test_a_program_whose_helper_thread_reaps_a_child_is_placed_in_its_own_deadlock() -> None:
+    # reap.c: main deadlocks on a mutex it holds, a helper thread reaps `sleep 1000` in
+    # waitpid. Any thread in a child wait passed the program over whole, and its hang was
+    # placed in the idle child (`clock_nanosleep@libc`): only a main thread's wait says
+    # launcher. Its main thread is the one whose LWP is the pid, wherever it is listed.
+    listed = _launched(
+        "./reap",
+        50,
+        ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@reap", "main@reap"),
+        ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "reaper@reap"),
+    )
+    main, reaper = listed.threads
+    reap = replace(listed, threads=(reaper, main))  # the reaper listed first
+    child = _launched("sleep 1000", 60, ("clock_nanosleep@libc.so.6", "@sleep"))
+    assert hung_frame(NativeStacks(processes=(reap, child))) == "lll_lock_wait@libc<-stuck@reap"
+    # Its launchers are still passed over: make's, a shell's, cargo's main thread waits.
+    stacks = NativeStacks(processes=(_CARGO, _MAKE, reap, child))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@reap"
 
 
 def test_a_process_whose_stacks_name_no_frame_passes_the_place_to_the_next() -> None:
