@@ -243,7 +243,10 @@ class Outcome:
     `oom_killed`: the crash's SIGKILL was the kernel's OOM killer's. `hung_in` (a hang)
     is the frame of the user's code it sat in, where its stacks show one; `hung_native`, where
     it has no Python stack (a C program), the place its native stacks show it sat in, named
-    as a crash's signature frame is (`clock_nanosleep@libc<-main@nap`: `native.hung_frame`).
+    as a crash's signature frame is but for a caller with no name, left out where the
+    signature keeps it (`??@sleep`: a title's reader learns nothing of it), as
+    `clock_nanosleep@libc<-main@nap` (`native.hung_frame`); one live sample, so the report
+    does not count hangs apart by it (`signatures.group_key`).
     `members`: where `exception` is an exception group (`ExceptionGroup`, an
     `asyncio.TaskGroup`'s failure), the exceptions it held (a nested group's in its place),
     as its traceback printed them: every TaskGroup failure is an `ExceptionGroup`, its

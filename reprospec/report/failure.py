@@ -431,9 +431,10 @@ def _signature(outcome: Outcome) -> GroupKey:
 
 def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str], str]) -> str:
     """`the DataLoader worker pid 4242 was fetching an item, in `train.py:19 in __getitem__`
-    (cell `w=2`, attempt 1)`: where a hang sits as its stacks show ('' where they show no
-    frame of the user's code). A hang the first failure was not got only `hang` (2
-    attempts), its stuck frame in the folded Stacks block.
+    (cell `w=2`, attempt 1)`: where a hang sits as its stacks show, or a C program's
+    native place, `in `clock_nanosleep@libc<-main@nap` (...)` ('' where neither shows
+    one). A hang the first failure was not got only `hang` (2 attempts), its stuck frame
+    in the folded Stacks block.
 
     The dump is read again with no file (`unread`): the lines that rank a join's threads
     were read from the attempt's text when it was classified, and the thread it named
@@ -444,9 +445,14 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
 
     stored = attempt.ran.hung_in if attempt.ran is not None else None
     found = where_stuck(attempt.stack, source=unread, first=stored)
-    if found is None:
+    if found is not None:
+        where = found.describe(lambda frame: inline_code(short(frame)))
+    elif attempt.ran is not None and attempt.ran.hung_native is not None:
+        # A C program's hang has no Python stack: its native place, which counts it apart
+        # (`group_key`), says which line is which; two read `hang` (3 attempts) alike.
+        where = f"in {inline_code(attempt.ran.hung_native)}"
+    else:
         return ""
-    where = found.describe(lambda frame: inline_code(short(frame)))
     return f"{where} (cell {inline_code(cell.cell.id)}, attempt {attempt.attempt})"
 
 

@@ -169,11 +169,15 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
     Hangs alike: `hang` in `work` of hangkid.py and `hang` in `<module>` of hang.py were one
     group, worded by the first's place. Keyed on the function and file, not the
     line, so a busy loop caught at two of its lines stays one hang.
+
+    Not on a C program's native place (`hung_native`): that is one live sample's innermost
+    frame, so a busy program caught in alpha() once and beta() once was two failures here,
+    `hang in alpha@busy` `Expected as well`, where the judge, compare, amplify and minimize
+    count one (`hang`). The place stays in the words (`shared_phrase` drops it where a
+    group's differ) and in the Failure list's line of where it sat.
     """
     hung = outcome.hung_in if outcome.kind == "hang" else None
     place = f" in {hung.function} ({hung.path})" if hung is not None else ""
-    if outcome.kind == "hang" and hung is None and outcome.hung_native is not None:
-        place = f" in {outcome.hung_native}"  # a C program's, by its native stacks
     return (signature, child_named(outcome) + place)
 
 
@@ -189,7 +193,15 @@ def shared_phrase(outcomes: Sequence[Outcome]) -> str:
     if all(outcome_phrase(o, pid=False) == first for o in outcomes[1:]):
         return first
     stepless = {outcome_phrase(replace(o, step=None, stage=None), pid=False) for o in outcomes}
-    return stepless.pop() if len(stepless) == 1 else first
+    if len(stepless) == 1:
+        return stepless.pop()
+    # A C program's hangs sampled in different frames are one group (`group_key`): worded
+    # by the first's place, `hang in alpha@busy` named a frame half of them were not in.
+    placeless = {
+        outcome_phrase(replace(o, step=None, stage=None, hung_native=None), pid=False)
+        for o in outcomes
+    }
+    return placeless.pop() if len(placeless) == 1 else first
 
 
 def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:
