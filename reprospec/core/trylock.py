@@ -16,8 +16,9 @@ pid that holds it, where two each ran every probe and the last to write state.js
 the other's.
 
 `hold_shared` is the other side of a prune's `try_locked`: a run's shared hold on what it
-uses (an environment, the docker runner's image), under the same rule: None where the lock
-cannot be made, the file closed (the venv runner's stopped on a file system without
+uses (an environment, the docker runner's image, the results store's reserve, which a
+reader's `try_locked` removes once no engine holds it), under the same rule: None where the
+lock cannot be made, the file closed (the venv runner's stopped on a file system without
 `flock`; the docker runner's left its file open).
 
 A lock file goes as its last holder lets it go: one per environment and image ever used

@@ -90,7 +90,7 @@ SCHEMA_VERSION = 9
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
 # The most attempts `record_attempt(commit=False)` holds, and of their rows' text (bytes,
-# counted as characters): past either, the attempt is committed at once with those held.
+# counted as characters): past either, the attempt is committed at once as one of those held.
 # Each bound alone keeps the commit's cost shared (a run of `true` at -j 1 holds 25-30).
 HELD_MOST = 64
 HELD_BYTES = 64 * 1024
@@ -100,6 +100,8 @@ HELD_BYTES = 64 * 1024
 # of 400 bytes 402 KiB, one of 64 KiB 80 KiB; the -shm may need its next 32 KiB. Twice that.
 RESERVE_BYTES = 1024 * 1024
 RESERVE_SUFFIX = "-reserve"
+# One attempt's row, as `_INSERT_ATTEMPT` takes it (`_attempt_row`): what a store holds.
+_Row = tuple[object, ...]
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
 FINGERPRINT_FIELDS = (
@@ -405,12 +407,30 @@ class _Reserve:
     def __init__(self, hold: SharedHold) -> None:
         self._hold = hold
 
+    @property
+    def path(self) -> Path:
+        """The file held: what a search holds too (`_hold`), not a path made again."""
+        return self._hold.path
+
+    @staticmethod
+    def path_of(store: Path) -> Path:
+        """The reserve of the store at `store`: beside the file sqlite writes, which is a
+        symlink's target (sqlite follows it; its -wal goes there), so the room is on that
+        disk, and every engine, reader and search names the one file."""
+        resolved = store.resolve()
+        return resolved.with_name(resolved.name + RESERVE_SUFFIX)
+
     @classmethod
     def keep(cls, store: Path) -> _Reserve | None:
         """The reserve beside `store`, allocated whole; None where the folder gives no lock or
         the file system cannot allocate ahead (the run goes on without one, as before it).
-        Raises OSError (ENOSPC) where the disk has no room for it."""
-        path = store.with_name(store.name + RESERVE_SUFFIX)
+        Raises OSError (ENOSPC) where the disk has no room for it.
+
+        Allocated as the file system does it: where `posix_fallocate` succeeds allocating
+        nothing (ZFS, copy-on-write, keeps no blocks ahead) the reserve frees no room when a
+        full disk comes, useless but harmless: the held attempts are then lost and counted,
+        as without one. Where the folder gives no `flock` there is none at all."""
+        path = cls.path_of(store)
         hold = hold_shared(path)
         if hold is None:
             return None  # another user's (a shared --out), or no flock: without
@@ -420,11 +440,13 @@ class _Reserve:
                 # is the group's, and so is its reserve, whoever made it.
                 os.fchmod(hold.fileno(), store.stat().st_mode & 0o666)
             os.posix_fallocate(hold.fileno(), 0, RESERVE_BYTES)
-        except OSError as exc:
+        except BaseException as exc:
+            # Let go of whatever stops it (a Ctrl-C too): a hold left open kept the file until
+            # the next run or reader.
             hold.close()
-            if exc.errno in _DISK_FULL:
-                raise
-            return None  # EINVAL, EOPNOTSUPP: a file system that cannot allocate ahead
+            if isinstance(exc, OSError) and exc.errno not in _DISK_FULL:
+                return None  # EINVAL, EOPNOTSUPP: a file system that cannot allocate ahead
+            raise
         return cls(hold)
 
     def free(self) -> bool:
@@ -446,7 +468,7 @@ class _Reserve:
     def sweep(store: Path) -> None:
         """Remove the reserve beside `store` where no engine holds it (a killed one's): a
         reader's open, which keeps none."""
-        path = store.with_name(store.name + RESERVE_SUFFIX)
+        path = _Reserve.path_of(store)
         if path.is_file():
             with try_locked(path):
                 pass  # taken alone, removed as it is let go; held by a run, left
@@ -486,7 +508,7 @@ class Store:
         self._lock = threading.Lock()
         # Attempts held to be written at the next commit (`record_attempt(commit=False)`): their
         # rows, and the rows' text in all (HELD_BYTES).
-        self._held: list[tuple[object, ...]] = []
+        self._held: list[_Row] = []
         self._held_bytes = 0
         # What happened to the store that the run should say (store deleted and restored).
         self.warnings: list[str] = []
@@ -504,13 +526,17 @@ class Store:
         its probe runs, each opening and closing the store, would each make and remove it."""
         try:
             self._reserve = _Reserve.keep(self.path)
-        except OSError as exc:
-            self._db.close()
+            if self._reserve is not None:
+                _hold(self._reserve.path, reserve=True)
+        except BaseException as exc:
+            # No one holds this store yet to close it (a run's `enter_context` comes after).
+            self.close()
+            if not isinstance(exc, OSError):
+                raise
+            size = f"{RESERVE_BYTES >> 20} MiB"
             raise self._os_error(
-                exc, f"cannot keep the {RESERVE_BYTES >> 20} MiB its commits may need"
+                exc, f"cannot keep the {size} its commits may need", room=size
             ) from exc
-        if self._reserve is not None:
-            _hold(self.path.resolve().with_name(self.path.name + RESERVE_SUFFIX), reserve=True)
 
     def _open(self, check: bool) -> sqlite3.Connection:
         """Connect, check and migrate; retried while another process holds the file.
@@ -733,10 +759,12 @@ class Store:
             return StoreError(f"{where}: {doing}: the file or its disk failed ({exc})")
         return StoreError(f"{where}: {doing}: {exc}")
 
-    def _os_error(self, exc: OSError, doing: str) -> StoreError:
+    def _os_error(self, exc: OSError, doing: str, *, room: str = "some space") -> StoreError:
+        """An OSError of the store's files; a full disk's says what to free (`room`)."""
         if exc.errno in _DISK_FULL:
             return StoreError(
-                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror})",
+                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror}); "
+                f"free {room} on that disk, or give another --out",
                 full=True,
             )
         return StoreError(f"the results store {self.path}: {doing}: {exc.strerror or exc}")
@@ -777,13 +805,17 @@ class Store:
         said so, before (pipeline/stages' `_Keeper.flush(at_end=True)`), where a word said
         here came after the run's warnings were read. The reserve goes with the last engine."""
         with self._lock:
-            if self._held:
-                with contextlib.suppress(sqlite3.Error), self._db:
-                    self._write_held()
-            self._db.close()
             reserve, self._reserve = self._reserve, None
-            if reserve is not None:
-                reserve.close()
+            try:
+                if self._held:
+                    with contextlib.suppress(sqlite3.Error), self._db:
+                        self._write_held()
+                self._db.close()
+            finally:
+                # Whatever the close met (a Ctrl-C in it): a reserve left held would stay
+                # allocated until the next run or reader.
+                if reserve is not None:
+                    reserve.close()
 
     def commit(self) -> int:
         """Write and commit the attempts `record_attempt(commit=False)` held; how many.
@@ -805,7 +837,7 @@ class Store:
             self._db.executemany(_INSERT_ATTEMPT, held)
         return len(held)
 
-    def _keep_held(self, held: list[tuple[object, ...]], exc: sqlite3.Error) -> int:
+    def _keep_held(self, held: list[_Row], exc: sqlite3.Error) -> int:
         """After a write that failed with the attempts `held` in it: how many of them are lost.
 
         A full disk frees the reserve (made for this) and writes them again in their own
@@ -831,18 +863,23 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._restore_if_deleted()
-            # The attempts held go first, in the same transaction: they ended before it.
-            held = self._held
-            try:
-                with self._db:
-                    self._write_held()
-                    yield self._db
-            except sqlite3.Error as exc:
-                error = self.error(exc, "cannot write to it")
-                error.lost = self._keep_held(held, exc)
-                raise error from exc
+        with self._lock, self._writing() as db:
+            yield db
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """`_write`, its lock held by the caller."""
+        self._restore_if_deleted()
+        # The attempts held go first, in the same transaction: they ended before it.
+        held = self._held
+        try:
+            with self._db:
+                self._write_held()
+                yield self._db
+        except sqlite3.Error as exc:
+            error = self.error(exc, "cannot write to it")
+            error.lost = self._keep_held(held, exc)
+            raise error from exc
 
     def _restore_if_deleted(self) -> None:
         """Put the store back when its file was deleted under the open connection.
@@ -931,17 +968,25 @@ class Store:
     ) -> None:
         """Store one finished attempt, committed at once (a killed engine keeps it), or with
         `commit=False` held, to be written at the next `commit` or other write (the
-        module's docstring), unless HELD_MOST or HELD_BYTES are held: then at once too."""
+        module's docstring), unless HELD_MOST or HELD_BYTES are held: then at once too,
+        as one of them, which a full disk's reserve keeps with them (`_keep_held`): written
+        beside them, it was lost on a full disk, its pass said. A row of more than
+        HELD_BYTES alone is not held (the reserve is not sized for it): committed at once,
+        as a longer attempt is."""
         row = _attempt_row(run_id, cell_id, attempt, shard)
-        if not commit:
-            size = sum(len(value) for value in row if isinstance(value, str))
-            with self._lock:
-                if len(self._held) < HELD_MOST and self._held_bytes + size <= HELD_BYTES:
-                    self._held.append(row)
-                    self._held_bytes += size
+        size = sum(len(value) for value in row if isinstance(value, str))
+        held = not commit and size <= HELD_BYTES
+        with self._lock:
+            if held:
+                self._held.append(row)
+                self._held_bytes += size
+                if len(self._held) <= HELD_MOST and self._held_bytes <= HELD_BYTES:
                     return
-        with self._write() as db:
-            db.execute(_INSERT_ATTEMPT, row)
+            # Under the same lock as the append: another job's attempt cannot join the list
+            # past the bound before it is written.
+            with self._writing() as db:
+                if not held:
+                    db.execute(_INSERT_ATTEMPT, row)
 
     def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
         """Delete stored attempts so `--resume` runs them again; returns how many went.
@@ -1202,9 +1247,7 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
     )
 
 
-def _attempt_row(
-    run_id: str, cell_id: str, attempt: AttemptResult, shard: str | None
-) -> tuple[object, ...]:
+def _attempt_row(run_id: str, cell_id: str, attempt: AttemptResult, shard: str | None) -> _Row:
     """An attempt's row of `attempts`, in _ATTEMPT_COLUMNS' order."""
     outcome = attempt.outcome
     return (

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.store.db import RESERVE_BYTES, RESERVE_SUFFIX, Store, StoreError
+from reprospec.store.db import HELD_MOST, RESERVE_BYTES, RESERVE_SUFFIX, Store, StoreError
 from tests.support.cli import ROOT, CliResult
 from tests.support.killed import gated_spec, killed_run
 from tests.support.runs import hang_run
@@ -203,6 +203,24 @@ def test_a_full_disk_keeps_the_attempts_held_for_their_commit(small_disk: Path) 
     with Store(out, reserve=True) as again:
         assert len(again.finished_attempts(run.run_id)) == 20
         assert _reserve_of(out).stat().st_blocks * 512 >= RESERVE_BYTES
+        # The bound: HELD_MOST held, the next short pass is committed at once with them. It
+        # was written beside them, out of what the reserve keeps: the full disk kept the 64
+        # (lost 0) and lost it, its pass said.
+        numbers = range(21, 21 + HELD_MOST + 1)
+        for number in numbers[:-1]:
+            again.record_attempt(
+                run.run_id, "default", replace(attempt, attempt=number), commit=False
+            )
+        ballast = _fill(small_disk)
+        with pytest.raises(StoreError) as failed:
+            again.record_attempt(
+                run.run_id, "default", replace(attempt, attempt=numbers[-1]), commit=False
+            )
+        assert failed.value.full, str(failed.value)
+        assert failed.value.lost == 0
+        stored = _rows(out / "results.db", "SELECT attempt FROM attempts ORDER BY attempt")
+        assert [row[0] for row in stored] == list(range(1, numbers[-1] + 1))
+    ballast.unlink()
 
 
 def _free(disk: Path) -> int:
@@ -291,6 +309,7 @@ def test_a_disk_without_room_for_the_reserve_refuses_the_run_before_it_runs(
     _no_traceback(refused)
     assert f"the results store {out / 'results.db'}: cannot keep the 1 MiB" in refused.stderr
     assert "the disk is full" in refused.stderr
+    assert "free 1 MiB on that disk, or give another --out" in refused.stderr
     assert not (out / "runs").exists() or not list((out / "runs").iterdir())
     assert not _reserve_of(out).exists()
 
@@ -315,7 +334,8 @@ name: quick-then-full
 matrix:
   n: [1, 2, 3, 4, 5, 6, 7]
 # n=1..5 pass at once (`test`, well under HELD_UNDER_S: held for a shared commit); n=6 fills
-# the disk and fails, committed at once, which the full disk refuses.
+# the disk and fails, committed at once, which the full disk refuses: it ends an infra-error
+# (its output could not be written), said and not stored, which --resume runs again.
 command: test ${{ matrix.n }} != 6 || python fill.py ${{ matrix.n }} BALLAST
 expect: {outcome: pass}
 """
