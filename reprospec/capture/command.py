@@ -184,6 +184,9 @@ class Observed:
     # no Python frame names it (a C program), a crash's or a hang's native one
     # (`main@seg`: footprint.native_frame).
     frame: str | None = None
+    # A crash's process where its core is another program's than the command's own (`./seg`
+    # under `sh -c './seg; exit $?'`, which `frame` is of: footprint.NativePlace); "" else.
+    process: str = ""
     # The other failure signatures seen (each an Observed of its own, most common first):
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
     others: tuple[Observed, ...] = ()
@@ -521,10 +524,14 @@ def _capture(
             if frame is None and observed.outcome.kind in ("crash", "hang"):
                 # No Python frame (a C program's): its native stacks name where it died, as
                 # its signature does (`crash:SIGSEGV:main:main@seg`), or where it sat.
-                frame = native_frame(
+                place = native_frame(
                     run_dir,
                     (a for a in attempts if a.ran and a.ran.signature == observed.signature),
+                    request.argv,
                 )
+                if place is not None:
+                    frame = place.frame
+                    observed = replace(observed, process=place.process)
         observed = replace(observed, frame=frame)
     beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
     if beside and observed.outcome is not None and observed.outcome.kind == "pass":
@@ -1138,6 +1145,10 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             comments["signal"] = (
                 f"{outcome.detail}: the status a shell gives when a process it ran dies of it"
             )
+            if observed.process:
+                comments["signal"] += f" ({_short(observed.process)})"
+        elif observed.process and outcome.where not in ("worker", "child"):
+            comments["signal"] = _ran_by(observed.process)
         if observed.frame:
             comments["signal"] += f", in {observed.frame}"
         if outcome.signal == "SIGKILL":
@@ -1251,6 +1262,14 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
                 f"and run with --repeat {refute}"
             )
     return expect, comments
+
+
+def _ran_by(process: str) -> str:
+    """`in a process it ran (seg)`: a crash whose core is another program's than the
+    command's (a shell's child), as a child's is said (`in a child process (seg)`), though
+    the engine counts it the main process's (its shell's exit status 139 said the signal):
+    `sh: SIGSEGV in main@seg` read as if sh crashed."""
+    return f"in a process it ran ({_short(process)})"
 
 
 def _short(cmdline: str) -> str:
@@ -1513,8 +1532,9 @@ def _title(
     where = (
         f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
         if outcome.where in ("worker", "child")
+        else f" {_ran_by(observed.process)}," if outcome.kind == "crash" and observed.process
         else ""
-    )
+    )  # fmt: skip
     if outcome.kind == "hang" and (child := outcome.crashed_child) is not None:
         # The hang's likely cause, which its stacks (the parent's, waiting) do not show.
         where = " after a child process " + (

@@ -903,24 +903,51 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
     return frame_name(chosen["function"], chosen["file"], chosen["line"], workdir)
 
 
-def native_frame(run_dir: Path, attempts: Iterable[AttemptResult]) -> str | None:
+@frozen
+class NativePlace:
+    """Where a failure with no Python frame was (`native_frame`): its frame (`main@seg`),
+    and for a crash whose core is another program's than the command's own (`sh -c
+    './seg; exit $?'`: the shell's child), that process as its core names it (`./seg`);
+    "" where it is the command's own program, or for a hang."""
+
+    frame: str
+    process: str = ""
+
+
+def native_frame(
+    run_dir: Path, attempts: Iterable[AttemptResult], argv: Sequence[str]
+) -> NativePlace | None:
     """Where a failure with no Python frame to name it was, of the first of `attempts` that
     names one, by the engine's rule: a crash's, the frame its signature gained from the
     crashed process's core (`main@seg`: `native.signature_frame`, read again from its
-    native-stacks.json); a hang's, where its live processes sat, as the run's outcome keeps
-    it (`clock_nanosleep@libc<-main@nap`: `Outcome.hung_native`). A C program's were titled
-    `./seg: SIGSEGV` and `./nap: hang`, though its signature said `main@seg` and its stacks
-    showed `nanosleep` in `main`."""
+    native-stacks.json), with that process where it is not the program `argv` runs (a
+    shell's child: `sh: SIGSEGV in main@seg` read as if sh crashed); a hang's, where its
+    live processes sat, as the run's outcome keeps it (`clock_nanosleep@libc<-main@nap`:
+    `Outcome.hung_native`). A C program's were titled `./seg: SIGSEGV` and `./nap: hang`,
+    though its signature said `main@seg` and its stacks showed `nanosleep` in `main`."""
     for attempt in attempts:
         ran = attempt.ran
         if ran is not None and ran.kind == "hang" and ran.hung_native is not None:
-            return ran.hung_native
+            return NativePlace(ran.hung_native)
         if ran is None or ran.kind != "crash":
             continue
         stacks = native.read(run_dir / attempt.logs)
         if stacks is not None and (frame := native.signature_frame(stacks, ran.crashed_pid)):
-            return frame
+            process = native.crashed_process(stacks, ran.crashed_pid)
+            command = process.command.strip() if process is not None else ""
+            own = not command or _same_program(command.split()[0], argv)
+            return NativePlace(frame, "" if own else command)
     return None
+
+
+def _same_program(program: str, argv: Sequence[str]) -> bool:
+    """Whether `program` (a core's first word) is the one `argv` runs, past its wrappers:
+    by file name (`./seg`, `/w/seg`), any two Pythons alike (`python` ran `python3.11`)."""
+    words = program_words(argv) or list(argv)
+    if not words:
+        return True
+    ours, theirs = Path(words[0]).name, Path(program).name
+    return ours == theirs or (is_python(ours) and is_python(theirs))
 
 
 def frame_name(function: str, file: str, line: int | str, workdir: Path) -> str:

@@ -160,6 +160,25 @@ def test_a_c_program_s_crash_is_titled_and_expected_by_its_signature_s_native_fr
 
 
 @needs_cc
+@pytest.mark.skipif(
+    not native.can_read() or native.core_pattern().piped,
+    reason="needs eu-stack or gdb, and cores written to the working directory",
+)
+def test_a_crash_of_a_program_a_shell_ran_names_that_program_beside_its_frame(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture -- sh -c './seg; exit $?'` was titled `sh: SIGSEGV in main@seg`, read as if
+    # sh crashed: the frame is ./seg's core's, whose death the shell's status 139 reported.
+    work = tmp_path / "seg"
+    built(work, "seg", _SEGFAULT)
+    captured(cli, work, "--no-verify", "--", "sh", "-c", "./seg; exit $?", env={})
+    assert document(work)["title"] == "sh: SIGSEGV in a process it ran (seg), in main@seg"
+    text = (work / "spec.yaml").read_text()
+    (signal,) = [line for line in text.splitlines() if line.lstrip().startswith("signal:")]
+    assert signal.endswith("a process it ran dies of it (seg), in main@seg"), signal
+
+
+@needs_cc
 @pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
 def test_a_c_program_s_hang_is_placed_by_the_run_s_line_report_and_results(
     cli: Cli, tmp_path: Path

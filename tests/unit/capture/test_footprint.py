@@ -6,15 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.capture.footprint import (
+    NativePlace,
     Pins,
     _command_code,
     crash_frame,
     foreign_packages,
     hung_import,
     imported_module,
+    native_frame,
     shell_only,
     traceback_stack,
 )
+from reprospec.core.results import AttemptResult, Outcome
+from reprospec.native import write
+from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 from tests.support.paths import DATA
 
 
@@ -205,3 +210,29 @@ def test_a_senders_home_path_names_its_module_by_its_file_as_an_absolute_one_doe
     assert imported_module("/home/u/proj/mod.py", 3, None) == "mod.py:3"
     assert imported_module("~/proj/mod.py", 3, None) == "mod.py:3"
     assert imported_module("~/proj/pkg/__init__.py", 3, None) == "pkg/__init__.py:3"
+
+
+def _crashed(folder: Path, command: str) -> AttemptResult:
+    """An attempt whose folder holds the core's stacks of `command`, dead of SIGSEGV in main."""
+    thread = Thread("1", 7, None, (Frame(0, "main", "seg"),))
+    core = ProcessStacks(7, "core", command, signal="SIGSEGV", crashed_lwp=7, threads=(thread,))
+    folder.mkdir(exist_ok=True)
+    write(NativeStacks(processes=(core,)), folder)
+    outcome = Outcome("crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
+    return AttemptResult(1, 0.1, outcome, True, (), folder.name)
+
+
+def test_a_native_crash_names_its_process_where_it_is_not_the_commands_program(
+    tmp_path: Path,
+) -> None:
+    # `capture -- sh -c './seg; exit $?'` was titled `sh: SIGSEGV in main@seg`: ./seg's
+    # core named the frame, and nothing said whose it was.
+    seg = [_crashed(tmp_path / "1", "./seg")]
+    placed = native_frame(tmp_path, seg, ("sh", "-c", "./seg; exit $?"))
+    assert placed == NativePlace("main@seg", "./seg")
+    # The command's own program, past its wrappers, by its file's name: no process named.
+    for argv in (("./seg",), ("timeout", "60", "/w/seg", "1"), ("env", "A=1", "seg")):
+        assert native_frame(tmp_path, seg, argv) == NativePlace("main@seg"), argv
+    # Any two Pythons alike: `python` ran `python3.11`.
+    python = [_crashed(tmp_path / "2", "/usr/bin/python3.11 t.py")]
+    assert native_frame(tmp_path, python, ("python", "t.py")) == NativePlace("main@seg")
