@@ -236,13 +236,15 @@ def classify(
     events = evidence.events
     # The threads that died of an exception: the report shows them as theirs (the detail).
     threads: tuple[PythonException, ...] = ()
-    if TRACEBACK_HEADER in stderr:
-        from reprospec.outcome.tracebacks import thread_exceptions
+    dead_threads = 0
+    if stderr:
+        from reprospec.outcome.tracebacks import THREAD_LABEL, thread_exceptions
 
-        threads = thread_exceptions(stderr)
-    # Each thread's report begins with one write of `Exception in thread NAME:`, whole
-    # however the rest of it interleaves: the count of threads; the types, where read.
-    dead_threads = max(stderr.count("Exception in thread "), len(threads))
+        if TRACEBACK_HEADER in stderr:
+            threads = thread_exceptions(stderr)
+        # Each thread's report begins with one write of `Exception in thread NAME:`, whole
+        # however the rest of it interleaves: the count of threads; the types, where read.
+        dead_threads = max(stderr.count(f"{THREAD_LABEL} "), len(threads))
     chain: tuple[PythonException, ...] = ()
     recorded = evidence.raised
     if recorded or (stderr and not (recorded == "" and dead_threads)):
@@ -672,11 +674,6 @@ def _no_other_process(
     return "".join(f"; {note}" for note in notes)
 
 
-# An exception's line as Python prints it, of a type named as exceptions are.
-_EXCEPTION_LINE = Lazy(r"^(?:[A-Za-z_]\w*\.)*(?P<type>[A-Z]\w*)(?::|$)")
-_EXCEPTION_NAME = Lazy(r"(?:Error|Exception|Interrupt|Exit)$")
-
-
 def _a_threads(line: str, threads: Sequence[PythonException], stderr: str) -> bool:
     """Whether the last line of an attempt whose threads died is (a piece of) a thread's
     exception line, `TypeError: worker failed` or, cut and mixed by the others' interleaved
@@ -693,8 +690,10 @@ def _a_threads(line: str, threads: Sequence[PythonException], stderr: str) -> bo
             return True
     if line.startswith(":"):
         return True  # an exception line whose type another thread's write took away
-    found = _EXCEPTION_LINE.match(line)
-    if found is not None and _EXCEPTION_NAME.search(found["type"]) is not None:
+    from reprospec.outcome.tracebacks import EXCEPTION_LINE, named_as_a_class
+
+    found = EXCEPTION_LINE.match(line)
+    if found is not None and named_as_a_class(found["type"]):
         return True
     message = line.rpartition(": ")[2]
     said = 0

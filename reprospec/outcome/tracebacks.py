@@ -105,10 +105,12 @@ RANK_TAG = r"\[(?P<kind>rank|default)(?P<rank>\d+)\]:"
 # failed rank's message ran on into; a warning.
 # The lines that begin a report of an exception that ended no process, right above its
 # first block: the one spelling, which ends a message, says whose a chain is
-# (`_traceback_context`) and which group is a thread's (`_headerless_group`).
-_THREAD_LABEL = "Exception in thread"
-_IGNORED_LABELS = ("Exception ignored", "Error in atexit")
-_REPORT_LABELS = (_THREAD_LABEL, *_IGNORED_LABELS)
+# (`_traceback_context`), which group is a thread's (`_headerless_group`), whose exception
+# Python ignored (`_ignored_label`) and how many threads died (classify counts the label).
+THREAD_LABEL = "Exception in thread"
+_IGNORED = "Exception ignored"
+IGNORED_LABELS = (_IGNORED, "Error in atexit")
+_REPORT_LABELS = (THREAD_LABEL, *IGNORED_LABELS)
 _MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
     rf"|{'|'.join(map(re.escape, _REPORT_LABELS))}|Fatal Python error|ERROR: Unexpected"
@@ -381,7 +383,7 @@ def _headerless_group(lines: list[str], after: int = -1) -> PythonException | No
         if before >= 0 and (
             _GROUP_BAR.match(lines[before])
             or ((rule := _GROUP_RULE.match(lines[before])) and rule["label"] is not None)
-            or lines[before].startswith(_THREAD_LABEL)
+            or lines[before].startswith(THREAD_LABEL)
         ):
             # A frame's, a message's or a nested group's line (after a member's numbered
             # rule); a thread's group. Not after a closing rule: that is another group's
@@ -521,15 +523,15 @@ def _ignored_label(line: str) -> str:
     weakref finalizer run at exit prints none) and `Exception ignored` where it names no
     function or object. Never an address: it differs in each attempt."""
     text = line.strip()
-    if not text.startswith(_IGNORED_LABELS):
+    if not text.startswith(IGNORED_LABELS):
         return ""
     # 3.13: `<head>: <object>`; 3.14: `<head> <object>:`, or `<head>:` where none is named.
     head = text.partition(": ")[0].partition(" <")[0].rstrip(":").rstrip()
-    if not head.startswith("Exception ignored") or "atexit" in head:
+    if not head.startswith(_IGNORED) or "atexit" in head:
         return head
     found = _IGNORED_IN.search(text, len(head))
     if found is None:
-        return "Exception ignored" if head == "Exception ignored in" else head
+        return _IGNORED if head == f"{_IGNORED} in" else head
     if found["name"]:
         return f"{head} {found['name']}"
     return f"{head} a {found['object']} object"
@@ -615,33 +617,46 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
 
 
 # A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
-# `KeyboardInterrupt`, `Exception`): what a line of a message or of the program's output
-# seldom is (`Hint: see the docs`, `INFO: loading`), though each matches EXCEPTION_LINE.
+# `KeyboardInterrupt`, `Exception`, `StopIteration`, `BaseExceptionGroup`): what a line of a
+# message or of the program's output seldom is (`Hint: see the docs`, `INFO: loading`), though
+# each matches EXCEPTION_LINE. It misses classes named otherwise (subprocess.TimeoutExpired,
+# concurrent.futures' BrokenProcessPool, a bare `Error` or `Warning`), which a reader of it
+# must do without; a group only as `ExceptionGroup`, `...ExceptionGroup` or `...ErrorGroup`,
+# not any `...Group`, which output names too (`ProcessGroup: init`).
 _CLASS_LIKE = Lazy(
-    r"(?:^|\.)(?:Exception|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration|Group))$"
+    r"(?:^|\.)(?:Exception|ExceptionGroup"
+    r"|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration|ExceptionGroup|ErrorGroup))$"
 )
+
+
+def named_as_a_class(type_name: str) -> bool:
+    """Whether `type_name` (an exception line's type, dotted or not) names itself an
+    exception class: the one rule of it, for a cause never raised and a thread's line."""
+    return _CLASS_LIKE.search(type_name) is not None
 
 
 def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonException, int] | None:
     """The exception never raised that CPython printed just above the link line at
-    `link`, and the line it begins at; None where the lines there are no such exception's.
+    `link`, and the line it begins at; None where the lines there are no such exception's,
+    or may be another's: a cause missed is better than a cause made up.
 
     Its message is every line from its exception line down to the link, blank ones too
     (`ValueError("root\\n\\nHint: check it")`), and any of them may look like an exception
-    line (`Hint: check it`): a paragraph read as an exception of its own took the cause's
-    place (the chain read `Hint` where it was `ValueError`). So the lines above the link
-    are read back to what bounds them, and what that is says where the exception begins:
+    line (`Hint: check it`, `OSError: disk full`). So the lines above the link are read back
+    to what bounds them, and what that is says where the exception begins:
     - a link line: the chain goes on above it, and the exception is the first line below
       it, as CPython prints it;
-    - a traceback (its header or a frame): the lines past its exception line are its
-      message, which CPython prints down to the link (a raised cause, `ValueError("bad\\n"
-      + 40 lines + "\\n\\nHint: see docs")`, lost to `Hint`), but for an exception line
-      past what `_exception_at` reads of that message, not after a blank line, of a type
-      named as a class: a traceback the program went on from, other output, then a chain
-      begun by a cause never raised;
-    - the program's other output (or none): the first line of a type named as a class
-      within a message's length of the link (`loading model` printed right above the cause
-      with no blank line), else the first line there where it is an exception's.
+    - a traceback (its header or a frame): every line down to the link is its message, as
+      CPython prints a raised cause's (`ValueError("bad\\n\\nreason:\\nOSError: disk full")`
+      read OSError), so there is none; a traceback the program went on from then a cause
+      never raised reads the same and is left to that traceback, unless a line that ends a
+      message (a log record, a warning: `_MESSAGE_END`) stands between them;
+    - the program's other output (or none): the one line of a type named as a class within
+      a message's length of the link (`loading model` printed right above the cause with no
+      blank line); none where two are (`print("ConfigError: was retried")` above an unraised
+      ValueError reads as `ConfigError("was retried\\n...\\nValueError: root")`); else the one
+      line there, of any type (`Timeout: took too long`), where nothing else is
+      (`loading` then `Timeout: took too long` is no exception `loading`).
     """
     end = link - 1
     while end > floor and not lines[end].strip():
@@ -652,24 +667,16 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
     while top - 1 > floor and not _bounds_unraised(lines[top - 1]):
         top -= 1
     first = next(index for index in range(top, end + 1) if lines[index].strip())
-    nearest = max(first, end - _MAX_MESSAGE_LINES + 1)
     bound = lines[top - 1] if top > 0 else ""
     if top > 0 and _GROUP_PREFIX.sub("", bound).strip() in _LINKS:
         return _unraised_at(lines, first, end, any_type=True)
     if top > 0 and (top - 1 == floor or TRACEBACK_HEADER in bound or STACK_FRAME.match(bound)):
-        own = next((i for i in range(top, end + 1) if lines[i][:1].strip()), None)
-        if own is None:
-            return None  # a group's traceback: its `| ` lines to the link
-        read = _exception_at(lines, own)
-        past = read[1] if read is not None else own + 1
-        for index in range(max(past, nearest), end + 1):
-            if lines[index - 1].strip() and (found := _unraised_at(lines, index, end)):
-                return found
         return None
-    for index in range(nearest, end + 1):
-        if found := _unraised_at(lines, index, end):
-            return found
-    return _unraised_at(lines, first, end, any_type=True) if first >= nearest else None
+    nearest = max(first, end - _MAX_MESSAGE_LINES + 1)
+    found = [read for index in range(nearest, end + 1) if (read := _unraised_at(lines, index, end))]
+    if found:
+        return found[0] if len(found) == 1 else None
+    return _unraised_at(lines, first, end, any_type=True) if first == end else None
 
 
 def _bounds_unraised(line: str) -> bool:
@@ -701,7 +708,7 @@ def _unraised_at(
         match = EXCEPTION_LINE.match(line)
         message = "\n".join([match["message"] or "", *lines[index + 1 : end + 1]]) if match else ""
         read = PythonException(match["type"], message.strip() or None) if match else None
-    if match is None or read is None or not (any_type or _CLASS_LIKE.search(match["type"])):
+    if match is None or read is None or not (any_type or named_as_a_class(match["type"])):
         return None
     return read, index
 
@@ -990,11 +997,11 @@ def _traceback_context(lines: list[str], header: int) -> str:
     # Reports printed while the interpreter shuts down come after the real one:
     # "Exception ignored in ...", atexit errors, and weakref finalizers (which
     # print through sys.excepthook with no header at all).
-    if previous.startswith(_IGNORED_LABELS) or "in _exitfunc" in first_frame:
+    if previous.startswith(IGNORED_LABELS) or "in _exitfunc" in first_frame:
         return "ignored"
     # A thread's traceback begins in threading's `_bootstrap_inner`, where its header line
     # may stand lines away from it: the threads' reports interleave on a shared stderr.
-    if previous.startswith(_THREAD_LABEL) or _THREAD_BOOTSTRAP.search(first_frame):
+    if previous.startswith(THREAD_LABEL) or _THREAD_BOOTSTRAP.search(first_frame):
         return "thread"
     return "uncaught"
 

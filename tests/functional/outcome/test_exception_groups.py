@@ -261,12 +261,14 @@ _PARAGRAPHS = textwrap.dedent(
     elif kind == "unraised":
         raise RuntimeError("top") from ValueError("root\\n\\nHint: check it")
     elif kind == "after":
-        # A traceback the program went on from, more output, then a cause never raised.
-        import traceback
+        # A traceback the program went on from, a warning (a line that ends a message: the
+        # traceback's ends above it), more output, then a cause never raised.
+        import traceback, warnings
         try:
             {}["x"]
         except KeyError:
             traceback.print_exc()
+        warnings.warn("retrying")
         for epoch in range(40):
             print(f"epoch {epoch}", file=sys.stderr)
         raise RuntimeError("top") from ValueError("root")
@@ -282,7 +284,10 @@ def test_a_causes_message_is_never_read_as_a_cause_of_its_own(cli: Cli, tmp_path
     too: its last paragraph was read as an unraised exception of its own (`Hint`), which
     took the cause's place, raised (`expect.exception: ValueError` reproduced before the
     unraised causes were read, not after) or not; and a line the program printed right
-    above a cause never raised hid it (its first line was read as the exception's)."""
+    above a cause never raised hid it (its first line was read as the exception's).
+    A traceback the program went on from, then more output, then a cause never raised reads
+    as one message (the next test's raised causes): the cause is read only where a warning
+    or a log record ends that traceback's message."""
     (tmp_path / "paragraphs.py").write_text(_PARAGRAPHS)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
@@ -312,3 +317,96 @@ def test_a_causes_message_is_never_read_as_a_cause_of_its_own(cli: Cli, tmp_path
         root = [("ValueError", "root", "cause"), top]
         assert chains[f"kind=printed,python={python}"] == root, chains
         assert chains[f"kind=after,python={python}"] == root, chains
+
+
+_RAISED = textwrap.dedent(
+    """
+    import sys
+    kind = sys.argv[1]
+    if kind in ("timeout", "loading", "process_group"):
+        class Timeout(Exception):
+            pass
+        # Output right above a cause of a type not named as a class: `ProcessGroup` names
+        # none either (a group is `...ExceptionGroup`/`...ErrorGroup`).
+        printed = {"loading": "loading", "process_group": "ProcessGroup: init"}.get(kind)
+        if printed:
+            print(printed, file=sys.stderr)
+        raise RuntimeError("top") from Timeout("took too long")
+    elif kind == "printed":
+        print("ConfigError: was retried", file=sys.stderr)
+        print("all good", file=sys.stderr)
+        raise RuntimeError("top") from ValueError("root")
+    elif kind == "futures":
+        from concurrent.futures import ProcessPoolExecutor
+        def work(x):
+            raise ValueError("in worker\\n\\nHint: look\\nTypeError: inner")
+        if __name__ == "__main__":
+            with ProcessPoolExecutor(1) as pool:
+                pool.submit(work, 1).result()
+    else:
+        cause = {
+            "paragraph": ValueError("bad\\n\\nreason:\\nOSError: disk full"),
+            "context": ValueError("bad\\n\\nreason:\\nOSError: disk full"),
+            "long": ValueError("bad\\n" + "\\n".join(f"k{i}: {i}" for i in range(40))
+                               + "\\nOSError: disk"),
+            "interrupt": KeyboardInterrupt("stop\\n\\nuser pressed ^C\\nSystemExit: 1"),
+            "group": ExceptionGroup("eg", [ValueError("v\\n\\nnote\\nTypeError: x")]),
+        }[kind]
+        try:
+            raise cause
+        except BaseException as e:
+            if kind == "context":
+                raise RuntimeError("top")
+            raise RuntimeError("top") from e
+    """
+)
+
+
+def test_a_raised_causes_message_keeps_its_cause_and_a_doubtful_one_reads_none(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """CPython prints a raised cause's message down to the link line, so a line of it
+    that reads as an exception's (`OSError: disk full` after a blank line, or 40 lines
+    down) was read as a cause never raised and took the raised one's place: OSError for
+    ValueError, TypeError for a pool worker's ValueError or for a group, SystemExit for
+    KeyboardInterrupt. And a cause of a type not named as a class (`Timeout`) took the
+    line printed above it (`loading`: a cause named `loading`), and a line printed above a
+    cause never raised (`ConfigError: was retried`) was read as the cause, with the real one
+    as its message: where two lines may each be the cause's, none is read."""
+    (tmp_path / "raised.py").write_text(_RAISED)
+    spec = tmp_path / "spec.yaml"
+    kinds = "paragraph, context, long, interrupt, group, futures, printed, timeout, loading"
+    kinds += ", process_group"
+    spec.write_text(
+        f"reprospec: 1\nname: raised\nmatrix:\n  kind: [{kinds}]\n"
+        # `-S`: no record of the chain from inside the program, only its stderr to read.
+        "command: python -S raised.py ${{ matrix.kind }}\nrun: {timeout: 60s}\n"
+        "expect:\n  outcome: error\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcomes = {
+        cell["id"].removeprefix("kind="): cell["attempts"][0]["outcome"]
+        for cell in result.results()["cells"]
+    }
+    # An exception with no cause is written with no chain.
+    chains = {
+        kind: [(link["type"], link["link"]) for link in outcome.get("chain", [])]
+        for kind, outcome in outcomes.items()
+    }
+    assert {outcomes[kind]["exception"] for kind in ("printed", "loading", "process_group")} == {
+        "RuntimeError"
+    }
+    top = ("RuntimeError", None)
+    assert chains == {
+        "paragraph": [("ValueError", "cause"), top],
+        "context": [("ValueError", "context"), top],
+        "long": [("ValueError", "cause"), top],
+        "interrupt": [("KeyboardInterrupt", "cause"), top],
+        "group": [("ExceptionGroup", "cause"), top],
+        "futures": [("ValueError", "cause"), ("ValueError", None)],
+        "printed": [],
+        "timeout": [("Timeout", "cause"), top],
+        "loading": [],
+        "process_group": [],
+    }, chains

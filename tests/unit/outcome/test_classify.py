@@ -632,6 +632,28 @@ def test_a_threads_exception_line_last_is_no_message_of_the_process(tmp_path: Pa
     assert outcome.message == "could not finish: 2 workers failed"
 
 
+def test_a_sys_exit_message_after_threads_died_is_read_though_it_begins_error(
+    tmp_path: Path,
+) -> None:
+    # `sys.exit("Error: 2 workers failed")` after the threads died: `Error` names no class
+    # (tracebacks.named_as_a_class, the one rule), so this is the program's message, not a
+    # thread's exception line cut from its report; `StopIteration: x` is one.
+    stderr = (
+        b"Exception in thread Thread-1 (work):\nException in thread Thread-2 (work):\n"
+        b"Traceback (most recent call last):\nTraceback (most recent call last):\n"
+        b'  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner\n'
+        b"self.run()\nTypeError: worker failed\n"
+    )
+    said = stderr + b"Error: 2 workers failed\n"
+    outcome = classify(recorded_execution(tmp_path, said, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.message == "Error: 2 workers failed"
+    cut = stderr + b"StopIteration: queue drained\n"
+    outcome = classify(recorded_execution(tmp_path, cut, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert outcome.message is None
+
+
 @pytest.mark.parametrize(
     ("recorded", "last"),
     [
