@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -52,8 +53,14 @@ MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.venvs.build import remembered_failures
 
+    # SIGTERM (`timeout`, a CI cancel) and SIGHUP (a closed terminal) stop doctor as Ctrl-C
+    # does: the uv of its venv checks runs in a session of its own with the package builds
+    # it starts, which only that stop ends (venvs/build.run_uv); they killed doctor outright
+    # and left uv and a build running.
+    install_stop_handlers(threading.Event())
     with remembered_failures():  # kept for this doctor's checks (venv-python, venv-packages)
         return _run(args)
 

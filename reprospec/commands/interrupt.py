@@ -1,7 +1,9 @@
 """How a verb that drives runs is stopped: SIGTERM (CI cancelling a job, a Slurm time limit),
 Ctrl-C and SIGHUP (the terminal it ran in closed) alike, with the engine told first.
 
-`run`, `isolate` and every verb that runs attempts install it before the first attempt.
+`run`, `isolate` and every verb that runs attempts install it before the first attempt;
+`doctor` and `slurm`'s preflight too, whose uv runs in a session of its own that only this
+stop ends (venvs/build.run_uv).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import json
 import shlex
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec import api
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
@@ -225,6 +227,10 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     if not args.dry_run or options.runner == "local":
         # Known here, not in N task logs: cells whose packages the shards' runner cannot
         # give them (a dry run builds no environment: it writes nothing).
+        # SIGTERM and SIGHUP stop it as Ctrl-C does: the venv runner's uv builds in a
+        # session of its own, which only that stop ends (venvs/build.py); they killed the
+        # verb outright and left uv and its package builds running on the login node.
+        install_stop_handlers(threading.Event())
         _preflight(spec, plans.firsts(), options, args.out)
     if args.dry_run:
         if envs is not None:

@@ -352,8 +352,12 @@ def run_uv(
     uv runs in a session of its own, with the build backends it starts, and a timeout or
     any exception while it runs (a Ctrl-C) stops the whole group (`_stop`): subprocess.run's
     timeout killed uv alone, and the backend of an sdist it was building (doctor's resolve
-    stopped at 120 s) built on for minutes, an orphan. A terminal's Ctrl-C no longer reaches
-    uv itself: the KeyboardInterrupt raised here stops it."""
+    stopped at 120 s) built on for minutes, an orphan. Nothing sent to the caller's group (a
+    terminal's Ctrl-C, `timeout`'s or a CI cancel's SIGTERM, a closed terminal's SIGHUP)
+    reaches uv any more: the KeyboardInterrupt raised here stops it, which Python raises for
+    SIGINT alone, so every verb that reaches this (doctor, slurm's preflight, the engine's
+    verbs) turns SIGTERM and SIGHUP into it too (commands/interrupt.install_stop_handlers);
+    without that a SIGTERM ended the verb outright and left uv building."""
     argv = [uv_binary(), *args]
     with subprocess.Popen(
         argv,
@@ -884,22 +888,27 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     """End `proc` (uv, the leader of a process group of its own) and what it started, and
     wait for it: SIGTERM, which uv obeys at once, then SIGKILL to the group, its last
     members too (a build backend still running). uv is reaped only after that SIGKILL: its
-    pid, the group's id, cannot have been given to another process meanwhile."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + _UV_STOP_S
-    while time.monotonic() < deadline:
-        try:
-            # WNOWAIT: seen ended, left a zombie (its pid kept) until proc.wait below.
-            ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            break  # reaped already
-        if ended is not None:
-            break
-        time.sleep(0.02)
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    pid, the group's id, cannot have been given to another process meanwhile.
+
+    The SIGKILL is sent however the wait ends: a second Ctrl-C during it (where no stop
+    handler holds it back) skipped it, and the backend built on, an orphan."""
+    try:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + _UV_STOP_S
+        while time.monotonic() < deadline:
+            try:
+                # WNOWAIT: seen ended, left a zombie (its pid kept) until proc.wait below.
+                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                break  # reaped already
+            if ended is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _freeze(python: Path) -> dict[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from reprospec import venvs
+from reprospec.venvs import build
 from reprospec.venvs.resolve import resolve
 from tests.support.cli import interrupt_when
 from tests.support.envs import make_slow_sdist
@@ -120,3 +121,108 @@ def test_a_ctrl_c_while_uv_runs_leaves_no_build_backend(
     done = interrupt_when([sys.executable, "-c", code, str(wheels)], started.exists, env=env)
     assert "KeyboardInterrupt" in done.stderr, done.stderr
     assert _left_after_stop(needle) == []
+
+
+def _spec(tmp_path: Path) -> Path:
+    """A spec whose one package is the slow sdist: its build is what doctor's resolve and
+    slurm's preflight start."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: s\nenvironment: {{packages: ['{SLOW}==1.0']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    return spec
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        # doctor's resolve: run_uv (uv pip compile builds the sdist to read its metadata).
+        ("doctor", "--runner", "venv"),
+        # slurm's preflight builds each cell's venv on the login node: _install's uv.
+        ("slurm", "--shards", "1", "--runner", "venv"),
+    ],
+    ids=["doctor", "slurm"],
+)
+def test_a_sigterm_to_a_verb_mid_build_leaves_no_build_backend(
+    verb: tuple[str, ...], tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    # `timeout`'s, a CI cancel's SIGTERM: doctor and slurm installed no stop handler, so it
+    # ended Python outright, and the uv in a session of its own (which no longer gets the
+    # group's signal) built on with its backend.
+    wheels, started, env, needle = _setup(tmp_path)
+    leftovers.append(needle)
+    env["REPROSPEC_ENVS"] = str(tmp_path / "envs")
+    name, *options = verb
+    argv = [sys.executable, "-m", "reprospec", name, str(_spec(tmp_path)), *options]
+    argv += ["--find-links", str(wheels), *(["--out", str(tmp_path)] if name == "slurm" else [])]
+    done = interrupt_when(argv, started.exists, env=env, signum=signal.SIGTERM)
+    assert _left_after_stop(needle) == [], done.stderr
+    # Stopped as a Ctrl-C stops it, where the SIGTERM's default action ended it (-15).
+    assert (done.code, done.stderr.splitlines()[-1:]) == (130, ["reprospec: interrupted"]), (
+        done.stderr
+    )
+
+
+def _fake_uv(folder: Path) -> Path:
+    """A uv that never ends and does not obey SIGTERM: it starts a child (its build
+    backend), touches `started`, and touches `termed` at each SIGTERM. A stop must SIGKILL
+    the group, the child with it."""
+    folder.mkdir()
+    uv = folder / "uv"
+    uv.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, signal, subprocess, sys, time\n"
+        "here = pathlib.Path(__file__).parent\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (here / 'termed').touch())\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "(here / 'started').touch()\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+    )
+    uv.chmod(0o755)
+    return uv
+
+
+def test_run_uv_past_its_timeout_says_so_and_ends_its_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leftovers: list[bytes]
+) -> None:
+    # resolve's tests stub run_uv: its own message, and its stop of a uv that ignores the
+    # SIGTERM (the SIGKILL that follows), are this one's.
+    uv = _fake_uv(tmp_path / "fake")
+    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
+    leftovers.append(f"{MARK}={marker}".encode())
+    monkeypatch.setattr(build, "uv_binary", lambda: str(uv))
+    with pytest.raises(build.UvTimeout) as raised:
+        build.run_uv(["pip", "compile", "-"], timeout=1.5, env={MARK: marker})
+    assert str(raised.value) == "uv pip compile timed out after 1.5s"
+    # It ran, and was told to stop (SIGTERM), which it ignored: the group was killed.
+    assert (uv.parent / "termed").exists()
+    # Every member of its group carries the marker (uv, the child it started): none is left.
+    assert _left_after_stop(f"{MARK}={marker}".encode()) == []
+
+
+def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
+    tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    # A second Ctrl-C during _stop's wait for uv (no stop handler holds it back: the Python
+    # API) skipped the group's SIGKILL: a uv that had not yet ended, and its backend, ran on.
+    uv = _fake_uv(tmp_path / "fake")
+    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
+    leftovers.append(f"{MARK}={marker}".encode())
+    code = (
+        "import sys\n"
+        "from reprospec.venvs import build\n"
+        "build.uv_binary = lambda: sys.argv[1]\n"
+        "build.run_uv(['pip', 'compile', '-'], timeout=600)\n"
+    )
+    done = interrupt_when(
+        [sys.executable, "-c", code, str(uv)],
+        (uv.parent / "started").exists,
+        env={MARK: marker},
+        # The first Ctrl-C was heard: _stop sent the SIGTERM and is waiting for uv.
+        again_when=(uv.parent / "termed").exists,
+    )
+    assert "KeyboardInterrupt" in done.stderr, done.stderr
+    # Every member of its group carries the marker (uv, the child it started): none is left.
+    assert _left_after_stop(f"{MARK}={marker}".encode()) == []

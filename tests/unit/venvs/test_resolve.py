@@ -21,15 +21,15 @@ Answer = Callable[..., subprocess.CompletedProcess[str]]
 
 def _answering(monkeypatch: pytest.MonkeyPatch, ran: Answer) -> None:
     """resolve's `run_uv` answered by `ran`, called with uv's whole command line and
-    run_uv's keywords but its timeout; a TimeoutExpired it raises is run_uv's UvTimeout."""
+    run_uv's keywords but its timeout; `ran` raises UvTimeout where uv ran past it, as run_uv
+    does (resolve reads its class, not its message: run_uv's own message and stop of uv are
+    tested in tests/functional/venvs/test_uv_stopped.py)."""
 
     def run_uv(
-        args: list[str], *, timeout: float = build.UV_TIMEOUT_S, **kwargs: object
+        args: list[str], *, timeout: float, **kwargs: object
     ) -> subprocess.CompletedProcess[str]:
-        try:
-            return ran(["/bin/uv", *args], **kwargs)
-        except subprocess.TimeoutExpired as exc:
-            raise build.UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+        del timeout  # (run_uv's own: resolve's answer says the timeout it gave)
+        return ran(["/bin/uv", *args], **kwargs)
 
     monkeypatch.setattr(resolving, "run_uv", run_uv)
 
@@ -52,8 +52,8 @@ def test_uv_missing_is_not_read_as_a_timeout(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_uv_past_the_timeout_is_a_uv_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    def slow(argv: list[str], **_: object) -> NoReturn:
-        raise subprocess.TimeoutExpired(argv, 5.0)
+    def slow(*_: object, **__: object) -> NoReturn:
+        raise build.UvTimeout("uv ran past its timeout")
 
     _answering(monkeypatch, slow)
     answer = resolving.resolve("/py/bin/python", ["six==1"], IndexConfig(), timeout_s=5.0)
@@ -129,7 +129,7 @@ def test_a_path_entrys_build_past_the_timeout_says_it_built_from_that_path(
     # was to run `uv pip compile` to see an error there is none of).
     def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         if argv[1:3] == ["pip", "install"]:
-            raise subprocess.TimeoutExpired(argv, 5.0)
+            raise build.UvTimeout("uv ran past its timeout")
         return subprocess.CompletedProcess(argv, 0, "mypkg @ file:///src/mypkg\n", "")
 
     _answering(monkeypatch, ran)
@@ -159,7 +159,7 @@ def test_a_step_after_the_resolve_past_its_timeout_is_not_the_resolves(
 
     def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         if slow_step in argv:
-            raise subprocess.TimeoutExpired(argv, 5.0)
+            raise build.UvTimeout("uv ran past its timeout")
         if "--only-binary" in argv:
             return subprocess.CompletedProcess(argv, 1, "", no_wheel)
         return subprocess.CompletedProcess(argv, 0, "halfbuilt==1.0\n", "")
@@ -209,3 +209,4 @@ def test_a_step_after_the_resolve_that_cannot_start_is_unknown(
     answer = resolving.resolve("/py/bin/python", ["halfbuilt==1.0"], IndexConfig())
     assert answer.state == "unknown", answer
     assert "Cannot allocate memory" in answer.said, answer
+
