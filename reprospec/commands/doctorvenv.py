@@ -86,7 +86,7 @@ def resolve_check(
     again by the next doctor: a path entry's was rebuilt at each one."""
     from reprospec import venvs
     from reprospec.core.runoptions import DEFAULT_OUT
-    from reprospec.venvs.resolve import BUILT, Built, resolve
+    from reprospec.venvs.resolve import Built, resolve
 
     if needs.runner != "venv" or not any(each.packages for each in needs.package_sets):
         return None
@@ -137,7 +137,7 @@ def resolve_check(
         if stopped:
             unasked += 1
             continue
-        kept = Built(envs / BUILT, python)
+        kept = Built(envs / venvs.BUILT, python)
         answer = resolve(python.path, packages, index, cwd=spec_dir, kept=kept)
         of = _of(cells, needs.cells)
         sdists.update(dict.fromkeys(answer.built))
@@ -210,7 +210,7 @@ def resolve_check(
         now = agree(len(recorded), "it is", "they are")
         how += (
             f"; {', '.join(recorded)} built by an earlier doctor as {now} now "
-            f"(recorded in {envs / BUILT}): not built again"
+            f"(recorded in {envs / venvs.BUILT}): not built again"
         )
     return Check(
         "venv-packages",

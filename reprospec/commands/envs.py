@@ -90,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.errors import UsageError
     from reprospec.runners.docker import cache as images
     from reprospec.venvs.cache import human_size
-    from reprospec.venvs.resolve import BUILT
 
     # Options that would be dropped without a word: `list --older-than 1d` listed
     # everything, and `prune --all --older-than 1d` removed everything.
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         _list_venvs(root, found)
         _list_unfinished(unfinished)
         _list_kept(failed, "failed build log", root / venvs.FAILED)
-        _list_kept(records, "doctor build record", root / BUILT, _RECORDS)
+        _list_kept(records, "doctor build record", root / venvs.BUILT, _RECORDS)
         _list_images(built, no_engine)
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from reprospec.venvs.build import (
     BUILD_LOG,
+    BUILT,
     ENVS_VARIABLE,
     FAILED,
     FORMAT,
@@ -56,6 +57,7 @@ from reprospec.venvs.staging import LOCKS, TMP, Unfinished, list_unfinished, swe
 
 __all__ = [
     "BUILD_LOG",
+    "BUILT",
     "ENVS_VARIABLE",
     "FAILED",
     "FORMAT",

@@ -88,6 +88,9 @@ BUILD_LOG = "build.log"
 # preflight on the login node): ROOT/.failed/KEY.build.log, beside the environments (a dot
 # first: `envs list` and `envs prune` take it for no environment).
 FAILED = ".failed"
+# Where doctor records each wheel it built (venvs/resolve.Built): ROOT/.built/KEY.json, beside
+# the environments (a dot first, as FAILED's).
+BUILT = ".built"
 
 
 def failed_build_log(root: Path, key: str) -> Path:

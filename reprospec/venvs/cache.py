@@ -24,6 +24,7 @@ from reprospec.core.trylock import sweep_free, try_locked
 from reprospec.core.units import format_size, utc_stamp
 from reprospec.venvs.build import (
     BUILD_LOG,
+    BUILT,
     FAILED,
     KEY_LENGTH,
     META,
@@ -35,7 +36,6 @@ from reprospec.venvs.build import (
     read_meta_why,
     uploaded_before,
 )
-from reprospec.venvs.resolve import BUILT
 from reprospec.venvs.staging import LOCKS, TMP, Leftover, build_lock, folder_size
 
 # An environment's name (EnvRequest.key): a link so named whose target is gone, or cannot be

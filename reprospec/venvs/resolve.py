@@ -76,9 +76,6 @@ _UNREACHED = (
 # check". Not an answer that waited out the index (`timed out`: a silent index, whose second
 # wait doubled the first), nor uv's offline words, which no retry changes.
 RETRY_PAUSE_S = 1.0
-# Where doctor records each wheel it built (`Built`), under the environments folder (a dot
-# first: `envs list` and `envs prune` take it for no environment).
-BUILT = ".built"
 
 
 @frozen
