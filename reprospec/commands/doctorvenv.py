@@ -43,6 +43,14 @@ _SLOW_TODO = (
     "nothing is known wrong: run the spec once with --runner venv (its build waits for it), "
     "after which doctor reuses the venv it built"
 )
+# Of a build that failed on a network error of its own (`Resolved.offline_build`: a
+# setup_requires, a toolchain it downloads), which read as a package that cannot be
+# installed (exit 1) where it may build once that network answers.
+_OFFLINE_BUILD_TODO = (
+    "the build fetches from the network itself: run doctor again where that network "
+    "answers (the venv runner's build fails alike until it does), or give the build what "
+    "it fetches"
+)
 # A timeout is one long list's backtracking as likely as a silent index, which says nothing
 # of the other lists: they are asked still, up to this many timeouts (each up to 120 s).
 _TIMEOUTS = 2
@@ -123,6 +131,8 @@ def resolve_check(
     # Of those, built by this doctor: a later list of it finds the record an earlier list
     # wrote, and `./mypkg`, built a moment before, was said "built by an earlier doctor".
     built_now: dict[str, None] = {}
+    # Of those, path entries keyed in part, never recorded (Resolved.unrecorded).
+    unrecorded: dict[str, None] = {}
     unfound = False  # a cell whose interpreter is not found: its venv cannot be built either
     for (wanted, packages), cells in groups.items():
         try:
@@ -143,6 +153,7 @@ def resolve_check(
         sdists.update(dict.fromkeys(answer.built))
         built_now.update(dict.fromkeys(e for e in answer.built if e not in answer.recorded))
         recorded.update(dict.fromkeys(e for e in answer.recorded if e not in built_now))
+        unrecorded.update(dict.fromkeys(answer.unrecorded))
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
             unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
@@ -155,6 +166,8 @@ def resolve_check(
             todos[
                 _SLOW_TODO
                 if answer.slow
+                else _OFFLINE_BUILD_TODO
+                if answer.offline_build
                 else _STOPPED[answer.stopped][1]
                 if answer.stopped
                 else _FAILED_TODO
@@ -205,6 +218,14 @@ def resolve_check(
         if fresh
         else "nothing built"
     )
+    if unrecorded:
+        # (rebuilt at every doctor with no word why: minutes of a compiled package each time)
+        them = agree(len(unrecorded), "it", "them")
+        how += (
+            f"; {', '.join(unrecorded)} not recorded: keyed in part (more files than the "
+            f"venv runner reads, or a subfolder it cannot read: `run` says which), so each "
+            f"doctor builds {them} again"
+        )
     if recorded:
         # (a second doctor rebuilt each path entry: minutes of a compiled package each time)
         now = agree(len(recorded), "it is", "they are")

@@ -99,9 +99,16 @@ class Resolved:
     built: tuple[str, ...] = ()
     # Of those, the ones an earlier doctor built and recorded (`Built`): not built again.
     recorded: tuple[str, ...] = ()
+    # Of those built here, the path entries keyed only in part (`Built.add`): never recorded,
+    # so built again at each doctor, which says why.
+    unrecorded: tuple[str, ...] = ()
     # Of an `unknown` answer, a build stopped at the timeout while it still ran: slow, not
     # failed (its todo is not to run `uv pip compile` to see an error there is none of).
     slow: bool = False
+    # Of an `unknown` answer, a build that ran and failed on a network error of its own (its
+    # backend's output names one: `_backend_offline`): it may well build where that network
+    # answers, which neither a failure nor "the index did not answer" said.
+    offline_build: bool = False
 
 
 @frozen
@@ -116,29 +123,32 @@ class Built:
     folder: Path
     python: Interpreter
 
-    def _path(self, entry: str, index: IndexConfig, cwd: Path | None) -> Path | None:
-        """The record of `entry`; None where its path cannot be read (the build says why),
-        or where its key holds only part of its files (`local_sources` warns of it: past
-        SOURCE_FILES_CAP files, a subfolder not read): an edit outside that part was not
-        built again, and said built by an earlier doctor "as it is now"."""
+    def _path(self, entry: str, index: IndexConfig, cwd: Path | None) -> tuple[Path | None, bool]:
+        """The record of `entry`, and whether its key holds only part of its files. None
+        where its path cannot be read (the build says why), or where its key is partial
+        (`local_sources` warns of it: past SOURCE_FILES_CAP files, a subfolder not read): an
+        edit outside that part was not built again, and said built by an earlier doctor "as
+        it is now"."""
         partial: list[str] = []
         try:
             request = request_for(self.python, (entry,), index, cwd=cwd, warn=partial.append)
         except InfraError:
-            return None
-        return None if partial else self.folder / f"{request.key()}.json"
+            return None, False
+        return (None, True) if partial else (self.folder / f"{request.key()}.json", False)
 
     def has(self, entry: str, index: IndexConfig, cwd: Path | None) -> bool:
         """Whether an earlier doctor built `entry` as it is now."""
-        path = self._path(entry, index, cwd)
+        path, _ = self._path(entry, index, cwd)
         return path is not None and path.is_file()
 
-    def add(self, entry: str, index: IndexConfig, cwd: Path | None, seconds: float) -> None:
+    def add(self, entry: str, index: IndexConfig, cwd: Path | None, seconds: float) -> bool:
         """`entry` recorded as built, in `seconds`; nothing where it cannot be written (the
-        next doctor builds it again)."""
-        path = self._path(entry, index, cwd)
+        next doctor builds it again). False where it is never recorded, its key holding only
+        part of its files (`_path`): doctor says why it builds it at each run, where it
+        dropped `local_sources`' warning and said nothing of it."""
+        path, partial = self._path(entry, index, cwd)
         if path is None:
-            return
+            return not partial
         record = {
             "entry": entry,
             "python": self.python.version,
@@ -148,6 +158,7 @@ class Built:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps(record) + "\n", durable=False)
+        return True
 
 
 def quiet(_: str) -> None:
@@ -200,6 +211,8 @@ def resolve(
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = _unreached(lowered)
+    if _backend_offline(lowered):
+        return _offline_build(uv_error(output), output)
     # No solution, or a distribution it picked whose build backend failed (an sdist that
     # cannot build here: the build at run time builds it the same way, and fails alike).
     if ("no solution found" in lowered or _backend_failed(lowered)) and not unreached:
@@ -262,6 +275,29 @@ def _unreached(lowered: str) -> bool:
 def _backend_failed(lowered: str) -> bool:
     """Whether uv's output (`lowered`) says a distribution's build backend ran and failed."""
     return "failed to build" in lowered and "build backend returned an error" in lowered
+
+
+def _backend_offline(lowered: str) -> bool:
+    """Whether uv's output (`lowered`) says a build backend ran and failed with network words
+    in its own output (a setup_requires fetched, a toolchain downloaded): built once (no
+    index failed: `_unreached`), but no failure of the package either (`_offline_build`)."""
+    return _backend_failed(lowered) and any(words in lowered for words in _UNREACHED)
+
+
+def _offline_build(failed: str, output: str) -> Resolved:
+    """The answer of a build that failed on a network error of its own (`_backend_offline`),
+    `failed` saying the failure: not checked, the backend's line of network words quoted.
+    It read `cannot be installed`, exit 1, where it may build once that network answers."""
+    network = next(
+        (
+            line.strip()
+            for line in output.splitlines()
+            if any(words in line.lower() for words in _UNREACHED)
+        ),
+        "",
+    )
+    said = f"{failed}; its build hit a network failure of its own ({network})"
+    return Resolved("unknown", said, offline_build=True)
 
 
 def _pinned(compiled: str) -> list[str]:
@@ -327,15 +363,16 @@ def _sdists_built(
             return Resolved("unknown", "uv venv (to build in) took over 60s")
         if made.returncode != 0:
             return Resolved("unknown", f"uv venv failed: {uv_error(made.stderr)}")
+        unrecorded: list[str] = []
         for requirement, is_path in wheelless:
             began = time.monotonic()
             failed = _built(requirement, is_path, venv, index, cwd, timeout_s, env)
             if failed is not None:
                 return failed
-            if kept is not None:
-                kept.add(requirement, index, cwd, time.monotonic() - began)
+            if kept is not None and not kept.add(requirement, index, cwd, time.monotonic() - began):
+                unrecorded.append(requirement)
     built = recorded + tuple(entry for entry, _ in wheelless)
-    return Resolved("ok", built=built, recorded=recorded)
+    return Resolved("ok", built=built, recorded=recorded, unrecorded=tuple(unrecorded))
 
 
 def _built(
@@ -372,7 +409,10 @@ def _built(
         # (the sdist, or what its build requires, not fetched: no word of its build)
         return Resolved("unknown", uv_error(output), stopped="unreached")
     line = build_failure_line(output)
-    return Resolved("unsatisfiable", f"could not build {requirement} ({_whence(is_path)}: {line})")
+    failed = f"could not build {requirement} ({_whence(is_path)}: {line})"
+    if _backend_offline(output.lower()):
+        return _offline_build(failed, output)
+    return Resolved("unsatisfiable", failed)
 
 
 def _whence(is_path: bool) -> str:

@@ -239,3 +239,19 @@ def test_the_other_cells_are_said_to_run_only_where_nothing_is_unknown_of_them(
     check = resolve_check(needs, None, None, tmp_path)
     assert check is not None
     assert check.why == failing, check.why
+
+
+@pytest.mark.usefixtures("asked")
+def test_a_path_entry_keyed_in_part_is_said_built_at_each_doctor(tmp_path: Path) -> None:
+    # A ./mypkg keyed in part is never recorded (Built.add): it was rebuilt at every doctor,
+    # minutes of a compiled package, with no word why.
+    ANSWERS[("./mypkg",)] = Resolved("ok", built=("./mypkg",), unrecorded=("./mypkg",))
+    check = resolve_check(_needs(("./mypkg",)), None, None, tmp_path)
+    assert check is not None
+    assert check.status == "pass", check
+    assert (
+        "./mypkg built as the venv build builds it (no wheel here: an sdist, a path) into uv's "
+        "cache; nothing installed; ./mypkg not recorded: keyed in part (more files than the "
+        "venv runner reads, or a subfolder it cannot read: `run` says which), so each doctor "
+        "builds it again)"
+    ) in check.why, check.why

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -210,3 +211,25 @@ def test_a_step_after_the_resolve_that_cannot_start_is_unknown(
     assert answer.state == "unknown", answer
     assert "Cannot allocate memory" in answer.said, answer
 
+
+def test_a_path_entry_keyed_in_part_is_said_unrecorded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Past SOURCE_FILES_CAP files its key is partial: built, never recorded (Built.add), and
+    # the answer says so, which doctor tells (it was rebuilt at every doctor, no word why).
+    monkeypatch.setattr(build, "SOURCE_FILES_CAP", 2)
+    for n in range(3):
+        (tmp_path / "mypkg").mkdir(exist_ok=True)
+        (tmp_path / "mypkg" / f"m{n}.py").write_text(f"N = {n}\n")
+
+    def ran(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, f"mypkg @ {tmp_path.as_uri()}/mypkg\n", "")
+
+    _answering(monkeypatch, ran)
+    kept = resolving.Built(
+        tmp_path / "envs" / ".built", build.Interpreter("/py/bin/python", "3.11.7")
+    )
+    answer = resolving.resolve(
+        "/py/bin/python", ["./mypkg"], IndexConfig(), cwd=tmp_path, kept=kept
+    )
+    assert answer == resolving.Resolved("ok", built=("./mypkg",), unrecorded=("./mypkg",)), answer

@@ -76,3 +76,49 @@ def test_a_second_try_past_the_time_left_is_no_slow_build(
     assert not said.slow, said
     assert (said.state, said.stopped) == ("unknown", "unreached"), said
     assert said.said.startswith("Failed to fetch"), said
+
+
+@pytest.mark.parametrize("step", ["install", "compile"])
+def test_a_build_that_failed_on_its_own_network_error_is_said_so_asked_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, step: str
+) -> None:
+    # Built once (no index failed), then it read `cannot be installed` (unsatisfiable, doctor
+    # exit 1) with no word of the network, where it may build once that network answers.
+    # Its build as doctor builds a wheelless entry (`_built`) or as the resolve's metadata
+    # step runs it (`resolve`).
+    tries: list[list[str]] = []
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        tries.append(args)
+        return subprocess.CompletedProcess(["uv", *args], 1, "", BACKEND_FAILED)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    monkeypatch.setattr(resolving, "RETRY_PAUSE_S", 0.0)
+    if step == "install":
+        said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    else:
+        said = resolving.resolve("/py/bin/python", ["./mypkg"], IndexConfig())
+    assert len(tries) == 1, tries
+    assert said is not None
+    assert (said.state, said.stopped, said.offline_build) == ("unknown", "", True), said
+    assert said.said.endswith(
+        "; its build hit a network failure of its own (fetching the compiler: <urlopen error "
+        "[Errno 111] Connection refused>)"
+    ), said
+
+
+def test_a_build_that_failed_with_no_network_words_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    output = BACKEND_FAILED.replace(
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>", "no gcc here"
+    )
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    assert said == resolving.Resolved(
+        "unsatisfiable", "could not build ./mypkg (its build from that path failed: no gcc here)"
+    )
