@@ -23,14 +23,24 @@ in: a child that is no Python program (`subprocess` running `sleep`), a root wit
 of its own code, a main thread that waits at exit for no thread in it. (A main thread that
 left the program's code and waits at exit for threads it never joined hangs in those
 threads, as a join's.)
+
+A C program's hang has no stack dump (stack.txt is empty): its place is its outcome's native
+place (`Outcome.hung_native`, `lll_lock_wait@libc<-stuck@reap`), marked `NATIVE`. Read as
+`UNREAD`, any C candidate that hung anywhere was the same failure. A native place is never
+compared with a Python one's threads, and is compared whole (a C++ name holds `, `, which
+splits a Python place into threads): a candidate whose hang moved from a mutex to a sleep
+hangs elsewhere; one caught running its own code (`alpha@busy`, `native.runs_own_code`)
+sits as any other caught so, as a busy thread is caught wherever it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from reprospec import native
 from reprospec.core.results import AttemptResult
 from reprospec.outcome.hangsource import Source, blocking_line, blocks, source_at
 from reprospec.outcome.hungstacks import hung_threads
@@ -39,6 +49,9 @@ from reprospec.runners import workdir_inside
 
 UNREAD = ""
 NOWHERE = "no frame of the program's own code"
+# The mark of a native place (a C program's), which no Python place starts with: a Python
+# place's first thread is a function's name.
+NATIVE = "native: "
 
 
 def place_of(stack: str | None, *, source: Source) -> str:
@@ -96,15 +109,20 @@ _IN = " (in "
 
 def attempt_place(run_dir: Path, attempt: AttemptResult, source: Source) -> str:
     """The place of an attempt that hung, from its logs' stack.txt, its lines read from
-    `source` (`source_at` its workdir and program); `UNREAD` for any other attempt, or where
-    the dump is missing or unreadable."""
-    if attempt.ran is None or attempt.ran.kind != "hang" or not attempt.logs:
+    `source` (`source_at` its workdir and program); where it has none, its native place
+    (`NATIVE` and `Outcome.hung_native`: a C program's); `UNREAD` for any other attempt, or
+    where neither was read."""
+    ran = attempt.ran
+    if ran is None or ran.kind != "hang":
         return UNREAD
-    try:
-        text = (run_dir / attempt.logs / STACK_TXT).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return UNREAD
-    return place_of(text, source=source) if text.strip() else UNREAD
+    text = ""
+    if attempt.logs:
+        with contextlib.suppress(OSError):
+            path = run_dir / attempt.logs / STACK_TXT
+            text = path.read_text(encoding="utf-8", errors="replace")
+    if text.strip():
+        return place_of(text, source=source)
+    return NATIVE + ran.hung_native if ran.hung_native else UNREAD
 
 
 def ran_source(
@@ -126,8 +144,12 @@ def places_said(places: Iterable[str], in_: str = "in ") -> str:
     """Places as minimize's words say them: `in w1, w2 / in w2 -> threading.py:wait`; a place
     in no frame of the program's own code (`NOWHERE`: a child that is no Python program)
     `outside the program's code`. The report's, step 1's and DIR's check's alike: step 1
-    said `as a hang in no frame of the program's own code` (review)."""
-    return " / ".join("outside the program's code" if p == NOWHERE else in_ + p for p in places)
+    said `as a hang in no frame of the program's own code` (review). A native place by its
+    frames (`in lll_lock_wait@libc<-stuck@reap`), without its mark."""
+    return " / ".join(
+        "outside the program's code" if p == NOWHERE else in_ + p.removeprefix(NATIVE)
+        for p in places
+    )
 
 
 def _entries(place: str) -> tuple[str, ...]:
@@ -157,13 +179,36 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
     thread busy around a blocking call (a loop of `queue.get(timeout=...)`) is caught in
     it at one dump, `worker -> queue.py:get`, and outside it at the next, `worker (in
     step)` (the original's `worker`), and hangs where the original did. (One sighting
-    alone cannot tell that: the search and minimize's check of DIR look again, `LOOKS`.)"""
-    known = [_entries(p) for p in original if p != UNREAD]
-    if not known:
+    alone cannot tell that: the search and minimize's check of DIR look again, `LOOKS`.)
+
+    A native place (`NATIVE`) is compared with the original's native places alone, whole
+    (`_native_sits`), and a Python place with its Python ones: one side's place where the
+    other read none of its kind is unread, no difference."""
+    known = [p for p in original if p != UNREAD]
+    ours = [p for p in known if p.startswith(NATIVE)]
+    theirs = [_entries(p) for p in known if not p.startswith(NATIVE)]
+    read = {p for p in places if p != UNREAD and (ours if p.startswith(NATIVE) else theirs)}
+    if not read:
         return ()
-    read = {p for p in places if p != UNREAD}
-    out = {p for p in read if not any(sits_as(_entries(p), o) for o in known)}
+    out = {
+        p
+        for p in read
+        if not (
+            any(_native_sits(p, o) for o in ours)
+            if p.startswith(NATIVE)
+            else any(sits_as(_entries(p), o) for o in theirs)
+        )
+    }
     return tuple(sorted(out)) if out == read else ()
+
+
+def _native_sits(place: str, original: str) -> bool:
+    """Whether a native place sits as an original's: the same, or both caught running the
+    program's own code (`alpha@busy`, `beta@busy`: one busy loop, sampled where it ran)."""
+    if place == original:
+        return True
+    running = native.runs_own_code
+    return running(place.removeprefix(NATIVE)) and running(original.removeprefix(NATIVE))
 
 
 # The hangs (matched attempts, their place read or not) that reject a hang seen elsewhere:
@@ -209,6 +254,7 @@ def _thread(entry: str) -> str:
 
 __all__ = [
     "LOOKS",
+    "NATIVE",
     "NOWHERE",
     "UNREAD",
     "attempt_place",

@@ -191,11 +191,27 @@ def _named_place(frames: Sequence[Frame], *, named_caller: bool = False) -> str 
 def _is_runtime(frame: Frame) -> bool:
     from reprospec.native.symbols import short_library
 
-    lib = short_library(frame.library)
+    return _runtime_library(short_library(frame.library))
+
+
+def _runtime_library(lib: str | None) -> bool:
+    """Whether a library (by its short name, `libc`) is the C runtime's or the interpreter's."""
     if lib is None or _RUNTIME.match(lib) or is_interpreter_file(lib):
         return True  # python3.13t, libpython3.11d, PyPy's libpypy3.10-c too
     # The standard library's extension modules (_ctypes, _struct, ...) are the interpreter's.
     return lib in sys.stdlib_module_names
+
+
+def runs_own_code(place: str) -> bool:
+    """Whether a hang's native place (`hung_frame`'s) has its innermost frame in the
+    program's own code (`alpha@busy`: a busy thread, caught wherever it runs, in alpha() at
+    one look and beta() at the next), not in the C runtime (`lll_lock_wait@libc<-stuck@reap`,
+    `clock_nanosleep@libc`: where it waits). A place names a caller only after a runtime
+    frame (`_named_place`), so one that names a caller is the runtime's."""
+    if "<-" in place:
+        return False
+    _, at, lib = place.rpartition("@")
+    return bool(at) and not _runtime_library(lib)
 
 
 def _signature_part(frame: Frame) -> str:

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from reprospec.core.results import AttemptResult, Outcome
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StoredProbe
 from reprospec.minimize.hangplace import (
     LOOKS,
+    NATIVE,
     NOWHERE,
     UNREAD,
+    attempt_place,
     moved,
     place_of,
     places_said,
@@ -23,6 +27,7 @@ from reprospec.minimize.hangplace import (
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.outcome.hangsource import on_disk, source_at
+from reprospec.process.childprotocol import STACK_TXT
 from reprospec.runners import workdir_inside
 from tests.support.minimizing import proposing
 
@@ -692,3 +697,73 @@ def test_a_thread_the_original_caught_waiting_that_now_runs_has_not_moved() -> N
         "main -> threading.py:join -> threading.py:_wait_for_tstate_lock, w1 -> with, w2 -> with"
     )
     assert moved(["main, w1 -> with, w2 -> with"], [joined]) == ()
+
+
+# A C program's hangs (no stack dump: each attempt's `Outcome.hung_native`, marked).
+_MUTEX = NATIVE + "lll_lock_wait@libc<-stuck@reap"
+_SLEEP = NATIVE + "clock_nanosleep@libc<-stuck@reap"
+_ALPHA, _BETA = NATIVE + "alpha@busy", NATIVE + "beta@busy"
+
+
+def test_a_c_programs_hang_is_placed_by_its_native_place_where_no_dump_was_read(
+    tmp_path: Path,
+) -> None:
+    # stack.txt is empty for a C program: its place was UNREAD, never a difference, so any
+    # C candidate that hung anywhere was taken for the same failure.
+    hang = Outcome("hang", signature="hang", hung_native="lll_lock_wait@libc<-stuck@reap")
+    attempt = AttemptResult(1, 2.0, hang, True, (), "1")
+    (tmp_path / "1").mkdir()
+    assert attempt_place(tmp_path, attempt, on_disk) == _MUTEX  # no stack.txt at all
+    (tmp_path / "1" / STACK_TXT).write_text("")
+    assert attempt_place(tmp_path, attempt, on_disk) == _MUTEX
+    # A dump read is the place, as before; neither read is unread.
+    (tmp_path / "1" / STACK_TXT).write_text(DEADLOCK)
+    assert attempt_place(tmp_path, attempt, on_disk) == place_of(DEADLOCK, source=on_disk)
+    unplaced = replace(attempt, outcome=replace(hang, hung_native=None), logs="2")
+    assert attempt_place(tmp_path, unplaced, on_disk) == UNREAD
+    assert places_said([_MUTEX, NOWHERE]) == (
+        "in lll_lock_wait@libc<-stuck@reap / outside the program's code"
+    )
+
+
+def test_a_native_place_is_compared_whole_and_a_busy_one_sits_wherever_it_runs() -> None:
+    # From a mutex to a sleep: another hang, as a Python thread's moved from a lock.
+    assert moved([_SLEEP], [_MUTEX]) == (_SLEEP,)
+    assert moved([_MUTEX], [_MUTEX, UNREAD]) == ()
+    # busy.c, caught in alpha() by the original's looks and in beta() by the candidate's:
+    # one busy loop, not another hang.
+    assert moved([_BETA, _BETA], [_ALPHA]) == ()
+    assert moved([_MUTEX], [_ALPHA]) == (_MUTEX,)  # a wait the running original never had
+    # Whole: a C++ name's `, ` is no second thread (`_entries` splits a Python place there).
+    held = NATIVE + "lll_lock_wait@libc<-Cache<int, int>::get@prog"
+    other = NATIVE + "lll_lock_wait@libc<-Cache<long, int>::get@prog"
+    assert moved([other], [held]) == (other,)
+    assert moved([held], [held]) == ()
+    # Never compared with a Python place's threads: no difference either way.
+    assert moved([_MUTEX], ["w1, w2"]) == ()
+    assert moved(["w1, w2"], [_MUTEX]) == ()
+
+
+def test_the_search_rejects_a_c_candidate_whose_hang_moved_from_a_mutex_to_a_sleep() -> None:
+    # Each program hangs in its failing cell and passes its passing cell; "sleep" hangs in
+    # a sleep where the original waited on a mutex, "busy" is caught in beta() where the
+    # original's look caught alpha(): every C candidate was "fails" (its place UNREAD).
+    sightings = {"original": _ALPHA, "sleep": _SLEEP, "busy": _BETA}
+    mutex = {"original": _MUTEX, "sleep": _SLEEP, "busy": _MUTEX}
+
+    def answer(places: dict[str, str]) -> Callable[[Probe, str], Answer]:
+        def answered(probe: Probe, text: str) -> Answer:
+            if probe.role == "passing":
+                return ("pass",), ("",)
+            return ("match",) * max(1, probe.attempts), (places[text],) * max(1, probe.attempts)
+
+        return answered
+
+    moving = searched(("sleep",), answer(mutex))
+    assert verdicts(moving) == {"original": "fails", "sleep": "hangs-elsewhere"}
+    assert moving.result is not None
+    rejected = next(j for j in moving.result.judged if j.verdict == "hangs-elsewhere")
+    assert rejected.hung_elsewhere == (_SLEEP,)
+    assert rejected.failing.matched >= LOOKS  # looked at again before it was rejected
+    busy = searched(("busy",), answer({k: v for k, v in sightings.items() if k != "sleep"}))
+    assert verdicts(busy) == {"original": "fails", "busy": "fails"}

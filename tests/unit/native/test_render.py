@@ -14,6 +14,7 @@ from reprospec.native.render import (
     hung_frame,
     python_caller,
     render_markdown,
+    runs_own_code,
     shell_waiting,
     signature_frame,
     thread_tops,
@@ -315,3 +316,14 @@ def test_a_stripped_programs_unnamed_caller_is_left_out_of_a_hangs_place_not_a_s
     thread = asleep.threads[0]
     crashed = ProcessStacks(40, "core", signal="SIGSEGV", crashed_lwp=thread.lwp, threads=(thread,))
     assert signature_frame(NativeStacks(processes=(crashed,))) == "clock_nanosleep@libc<-??@sleep"
+
+
+def test_a_native_place_runs_the_programs_code_where_its_innermost_frame_is_the_programs() -> None:
+    # minimize compares a C program's hangs by their native places: a busy one (alpha@busy
+    # at one look, beta@busy at the next) sits wherever it runs, a wait in libc does not.
+    assert runs_own_code("alpha@busy")
+    assert runs_own_code("Cache<int, int>::get@prog")
+    assert not runs_own_code("lll_lock_wait@libc<-stuck@reap")  # a caller: after the runtime
+    assert not runs_own_code("clock_nanosleep@libc")  # a stripped program's, no caller named
+    assert not runs_own_code("_PyEval_EvalFrameDefault@libpython3.11")  # the interpreter's
+    assert not runs_own_code("stuck")  # no library: unknown, compared whole
