@@ -459,16 +459,37 @@ _CXX_WORD = Lazy(
 )
 
 
+# The C++ types a `*` or `&` may follow: a qualified name's last part (`std::runtime_error*`,
+# `(anonymous namespace)::Fault&`), a C++ type word (`char const*`, `int&`).
+_CXX_POINTEE = Lazy(r"(?:\w|::)+$")
+# The words that qualify a type and are none alone (`const`).
+_CXX_QUALIFIERS = frozenset(("const", "volatile"))
+
+
 def _is_cxx_type(name: str) -> bool:
     """Whether `name` is a C++ type's spelling (`_CXX_TYPE`) no Python class's can be: one
-    that holds `::`, `<`, `*` or `&`, or is made of C++'s own type words, its brackets
-    paired (`ValueError(` stays refused)."""
+    that holds `::` or `<`, or is made of C++'s own type words (not qualifiers alone:
+    `const`), its brackets paired (`ValueError(` stays refused); a `*` or `&` in it only
+    after a qualified name, a template's `>`, a C++ type word or another of them, so that a
+    mistyped Python name (`Cuda*`, `ValueError&`, `a & b`), which no crash names, is refused
+    as it was. A type of the global namespace thrown by pointer (`Fault*`) is refused too:
+    no spelling tells it from `Cuda*`."""
     if not _CXX_TYPE.fullmatch(name) or name != name.strip():
         return False
     if any(name.count(left) != name.count(right) for left, right in ("<>", "()", "[]")):
         return False
+    for mark in re.finditer(r"[*&]", name):
+        before = name[: mark.start()].rstrip()
+        if before.endswith(("*", "&", ">", ")")):
+            continue
+        pointee = _CXX_POINTEE.search(before)
+        if pointee is None or not ("::" in pointee[0] or _CXX_WORD.fullmatch(pointee[0])):
+            return False
+    words = name.replace("*", " ").replace("&", " ").split()
+    if _CXX_QUALIFIERS.issuperset(words):
+        return False
     return any(mark in name for mark in ("::", "<", "*", "&")) or all(
-        _CXX_WORD.fullmatch(word) for word in name.split()
+        _CXX_WORD.fullmatch(word) for word in words
     )
 
 
