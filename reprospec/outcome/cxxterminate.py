@@ -33,10 +33,13 @@ _WORDS = ("terminate called after throwing", "terminating due to", "terminating 
 # the parent's SIGABRT, and as the memory limit's). glibc's failed assert() (`prog: f.c:3:
 # main: Assertion `n > 0' failed.`; libstdc++'s _GLIBCXX_ASSERTIONS quote it '...'), its
 # heap checks (`free(): invalid pointer`, `double free or corruption (out)`), the stack
-# protector's and _FORTIFY_SOURCE's (`*** stack smashing detected ***: terminated`); also a
-# sanitizer's `==PID==ABORTING` and a Python's fatal error (`_is_another_abort`).
-_GLIBC_ABORT = Lazy(
+# protector's and _FORTIFY_SOURCE's (`*** stack smashing detected ***: terminated`); musl's
+# failed assert() (`Assertion failed: n > 0 (f.c: main: 3)`: an Alpine image's), not its
+# heap checks, which print nothing; also a sanitizer's `==PID==ABORTING` and a Python's fatal
+# error (`_is_another_abort`).
+_LIBC_ABORT = Lazy(
     r"^(?:.*: Assertion [`'].*' failed\.|\*\*\* .* \*\*\*: terminated"
+    r"|Assertion failed: .* \([^()]*: [^()]*: \d+\)"
     r"|(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate)\(\): \S.*"
     r"|double free or corruption \(\w+\)|corrupted size vs\. prev_size.*)\s*$"
 )
@@ -75,13 +78,13 @@ def uncaught_cxx(text: str) -> Terminated | None:
 
 
 def _is_another_abort(line: str) -> bool:
-    """Whether `line` reports an abort of its own (`_GLIBC_ABORT`, a sanitizer's, a
+    """Whether `line` reports an abort of its own (`_LIBC_ABORT`, a sanitizer's, a
     Python's fatal error); not faulthandler's `Fatal Python error: Aborted` nor a shell's
     `Aborted (core dumped)`, which report the terminate's own abort, as the process that
     took it, or its parent, saw it."""
     if line.startswith(FATAL_HEADER):
         return signal_from_description(line[len(FATAL_HEADER) :].strip()) != "SIGABRT"
-    return bool(_GLIBC_ABORT.match(line) or SANITIZER_ABORT.match(line))
+    return bool(_LIBC_ABORT.match(line) or SANITIZER_ABORT.match(line))
 
 
 __all__ = ["Terminated", "uncaught_cxx"]

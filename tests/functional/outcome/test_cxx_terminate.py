@@ -142,6 +142,7 @@ def test_a_ticket_of_a_cxx_type_no_python_class_spells_writes_a_valid_spec(
 _RETRIES = """
 #include <cassert>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sys/wait.h>
@@ -153,6 +154,11 @@ int main(int argc, char** argv) {
   if (worker == 0) throw std::bad_alloc();  // the worker's, its parent goes on
   waitpid(worker, nullptr, 0);
   std::fprintf(stderr, "worker 3 died, retrying\\n");
+  if (argc > 1 && !std::strcmp(argv[1], "musl")) {
+    // musl's assert() (an Alpine image's; no musl here): its __assert_fail's words, abort().
+    std::fprintf(stderr, "Assertion failed: alive > 0 (retries.cpp: main: 17)\\n");
+    std::abort();
+  }
   assert(alive > 0);
 }
 """
@@ -164,15 +170,15 @@ def test_a_terminate_another_abort_follows_is_not_the_crashs_exception(
     """A worker's uncaught std::bad_alloc, which its parent outlives, then the parent's own
     abort (a failed assert()): the crash by SIGABRT took the worker's exception, the last
     terminate anywhere on stderr, and under environment.memory was said to be the memory
-    limit's. The abort the process died of is the assert's; a terminate that is the last
-    abort reported is still the crash's, and the limit's."""
+    limit's. The abort the process died of is the assert's (glibc's, or musl's words); a
+    terminate that is the last abort reported is still the crash's, and the limit's."""
     (tmp_path / "retries.cpp").write_text(_RETRIES)
     binary = tmp_path / "retries"
     subprocess.run(["g++", "-O0", "-o", str(binary), str(tmp_path / "retries.cpp")], check=True)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: retries\nenvironment: {memory: 200m}\n"
-        "matrix:\n  which: [worker, own]\n"
+        "matrix:\n  which: [worker, own, musl]\n"
         "command: ./retries ${{ matrix.which }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: crash\n  signal: SIGABRT\n"
     )
@@ -182,5 +188,9 @@ def test_a_terminate_another_abort_follows_is_not_the_crashs_exception(
     worker, own = attempts["which=worker"], attempts["which=own"]
     assert worker["outcome"]["exception"] is None, worker["outcome"]
     assert not any("memory limit" in said for said in worker["warnings"]), worker["warnings"]
+    musl = attempts["which=musl"]
+    assert musl["outcome"]["signal"] == "SIGABRT", musl["outcome"]
+    assert musl["outcome"]["exception"] is None, musl["outcome"]
+    assert not any("memory limit" in said for said in musl["warnings"]), musl["warnings"]
     assert own["outcome"]["exception"] == "std::bad_alloc", own["outcome"]
     assert any("memory limit" in said for said in own["warnings"]), own["warnings"]
