@@ -270,6 +270,12 @@ class RunOptions:
     # `probability` coin (seeded by the attempt number) draw new values in every probe, where
     # each probe numbered from 1 drew the first few again and counted them as new samples.
     first_attempt: int = 1
+    # A folder of this host the attempts read at its own path and never write: a minimize
+    # candidate's folder holds symlinks to the original workdir's other files, which the
+    # docker runner's container (the candidate's folder its workdir mount) could not follow;
+    # it mounts this folder read-only at its own path, so they resolve and a write through
+    # one fails (EROFS). The local and venv runners' attempts run on this host: it is there.
+    read_only: Path | None = None
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
     # A search's probe, in words: what this run of it tried (bisect: `pyyaml 5.4.1`; isolate:
@@ -310,6 +316,7 @@ class RunOptions:
             observe: bool = ...,
             preload: Words | None = ...,
             first_attempt: int = ...,
+            read_only: PathArg | None = ...,
             command_line: str = ...,
             probe: str = ...,
             say: Callable[[str], None] | None = ...,
@@ -321,7 +328,7 @@ class RunOptions:
         # (`.resolve()`, `/`), and load_spec/load_result take a str there too.
         # Anything else is refused here: `out=3` was kept and raised AttributeError from the
         # run's first `.resolve()`, `python=3` a TypeError in the runner.
-        for name in ("out", "find_links"):
+        for name in ("out", "find_links", "read_only"):
             value = optional_path(name, getattr(self, name))
             if value is None and name == "out":
                 raise UsageError("out takes a path, got None")
@@ -436,6 +443,7 @@ class RunOptions:
             "preload": list(self.preload) if self.preload is not None else None,
             # Only where it is not 1 (a search's probe): a run's stored options are as before.
             **({"first_attempt": self.first_attempt} if self.first_attempt != 1 else {}),
+            **({"read_only": str(self.read_only)} if self.read_only is not None else {}),
         }
 
     def stored(self) -> JsonObject:
@@ -474,6 +482,7 @@ class RunOptions:
             if data.get("preload") is not None
             else None,
             first_attempt=_int_or_none(data.get("first_attempt")) or 1,
+            read_only=Path(str(data["read_only"])) if data.get("read_only") else None,
             # Kept by the store (`stored`), not by results.json's options.
             command_line=str(data.get("command_line") or ""),
             probe=str(data.get("probe") or ""),

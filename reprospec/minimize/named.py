@@ -113,7 +113,31 @@ def copy_named(
         elif is_file and (declared or real.stat().st_size <= _COPY_LIMIT):
             shutil.copy2(source, _fresh(out / rel))
             copied.append(rel.as_posix())
+    _link_inner(workdir, out, written, skip)
     return Carried(tuple(dict.fromkeys(copied)), tuple(linked))
+
+
+def _link_inner(workdir: Path, out: Path, written: set[str], skip: set[Path]) -> None:
+    """The workdir's links to a folder or file of its own that holds a minimized file
+    (`pkg -> src/pkg`), linked in DIR the same way, to DIR's copy: the program reaches its
+    module through the link (`from pkg.mod import f`), which no string names, and DIR's
+    check failed with ModuleNotFoundError where each candidate (probes.link_tree) ran."""
+    root = workdir.resolve()
+    mine = [root / path for path in written]
+    for here_text, dirs, names in os.walk(workdir):
+        here = Path(here_text)
+        dirs[:] = [
+            d for d in dirs if not left_out(here / d) and not _under((here / d).resolve(), skip)
+        ]
+        for name in (*names, *dirs):
+            link = here / name
+            rel = link.relative_to(workdir)
+            if not link.is_symlink() or ((out / rel).is_dir() and not (out / rel).is_symlink()):
+                continue  # a folder DIR holds as a copy (named) stays one
+            real = link.resolve()
+            if real.is_relative_to(root) and any(m == real or m.is_relative_to(real) for m in mine):
+                text = os.path.relpath(real.relative_to(root), rel.parent)
+                _fresh(out / rel).symlink_to(text)
 
 
 def _listed(spec: Spec) -> set[str]:

@@ -38,7 +38,6 @@ from reprospec.minimize.workload import (
     field_overrides,
 )
 from reprospec.outcome.hangsource import Source
-from reprospec.runners import workdir_inside
 
 
 def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
@@ -350,6 +349,10 @@ class ProbeRunner:
             # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
         base_options = self.options
+        if not self.workload:
+            # The original workdir its folder's links name (`link_tree`): read there, never
+            # written (the docker runner mounts it read-only; RunOptions.read_only).
+            base_options = base_options.with_changes(read_only=self.workdir)
         cap = self.candidate_timeout(_side(probe.role))
         if cap is not None:
             base_options = base_options.with_changes(timeout_s=cap)
@@ -503,14 +506,11 @@ class ProbeRunner:
             return where
         temporary = where.with_name(where.name + ".tmp")
         shutil.rmtree(temporary, ignore_errors=True)
-        # A container sees the candidate's folder alone, its mount: a symlink to the
-        # original's file dangles there (link_tree's `hard`).
-        hard = workdir_inside(self.options.runner, temporary) is not None
-        link_tree(self.workdir, temporary, skip=self._skipped(), hard=hard)
+        link_tree(self.workdir, temporary, skip=self._skipped())
         for path, text in program.files:
             target = temporary / path
             if target.is_symlink() or target.exists():
-                # Unlinked, never written through: a hard link's file is the original's.
+                # Unlinked, never written through: the link's file is the user's.
                 target.unlink()
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
@@ -518,17 +518,19 @@ class ProbeRunner:
         return where
 
 
-def link_tree(source: Path, target: Path, skip: set[Path], *, hard: bool = False) -> None:
-    """`target` mirrors `source`: the same folders, each file a symlink (caches and results
-    stores left out: `left_out`); `hard`, a hard link where the file system makes one (a
-    symlink where not: another file system). Under docker the container mounts the
-    candidate's folder alone, and a symlink to the original's file dangled there: every
-    program that read a data file of its workdir (`open("cfg.txt")`) failed otherwise in
-    each attempt, the original too, and nothing was minimized (review). A folder linked
-    into the workdir (`data -> /datasets/x`) is linked whole, as a file is: os.walk lists
-    it with the folders and never walks it, and it was left out of every candidate's
-    folder (the original's `open("data/cfg.txt")` failed in each attempt, refused)."""
+def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
+    """`target` mirrors `source`: the same folders, each file a symlink to the original's,
+    by its path (links kept) that the runs' `RunOptions.read_only` names, so that the docker
+    runner mounts it read-only there: a candidate is a mutated program (a guard cut, and
+    `np.save` rewrites the user's cache), and a write through a link must never reach the
+    user's file (hard links, for the container's sake, let the container's root rewrite
+    it, 0444 or not; review). Caches and results stores are left out (`left_out`), and
+    `skip`. A folder linked into the workdir (`data -> /datasets/x`) is linked whole, as a
+    file is: os.walk lists it with the folders and never walks it, and it was in no
+    candidate's folder (the original's `open("data/cfg.txt")` failed in each attempt,
+    refused). A link whose target is in the workdir (`pkg -> src/pkg`): `_mirrored`."""
     target.mkdir(parents=True, exist_ok=True)
+    real = source.resolve()
     for root, dirs, names in os.walk(source):
         here = Path(root)
         dirs[:] = [d for d in dirs if not left_out(here / d) and (here / d).resolve() not in skip]
@@ -536,13 +538,27 @@ def link_tree(source: Path, target: Path, skip: set[Path], *, hard: bool = False
         rel = here.relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in (*names, *linked):
-            if hard:
-                try:
-                    os.link(here / name, target / rel / name)
-                    continue
-                except OSError:
-                    pass  # another file system, a folder, a link to nothing: a symlink
-            (target / rel / name).symlink_to(here / name)
+            (target / rel / name).symlink_to(_mirrored(here / name, rel, real, skip))
+
+
+def _mirrored(path: Path, rel: Path, real: Path, skip: set[Path]) -> Path | str:
+    """What a candidate's link to `path` (in the workdir's folder `rel`) points at: the
+    original's `path`, but where `path` is itself a link to a file or folder of the workdir
+    that candidates mirror (`pkg -> src/pkg`), that one in the candidate's own folder,
+    relative: `Program` keeps a module by its real path (src/pkg/mod.py), and a link to the
+    original's `pkg` had every candidate's `import pkg` load the original's module, never
+    the candidate's (status budget, the module minimized to nothing of the bug)."""
+    if not path.is_symlink():
+        return path
+    resolved = path.resolve()
+    try:
+        inside = resolved.relative_to(real)
+    except ValueError:
+        return path  # outside the workdir: the original's, read there
+    folders = [real / Path(*inside.parts[:n]) for n in range(1, len(inside.parts) + 1)]
+    if any(f in skip or (f.is_dir() and left_out(f)) for f in folders):
+        return path  # left out of every candidate's folder: the original's
+    return os.path.relpath(inside, rel)
 
 
 def only_cell(cell: Cell) -> tuple[str, ...]:

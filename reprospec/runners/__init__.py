@@ -37,6 +37,7 @@ def _docker(options: RunOptions, spec_dir: Path) -> Runner:
         spec_dir=spec_dir,
         keep_cores=options.keep_cores,
         say=options.say,
+        read_only=options.read_only,
     )
 
 

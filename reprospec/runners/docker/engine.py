@@ -263,12 +263,16 @@ def container_config(
     harness: bool | None = None,
     paths: ChildPaths = PATHS,
     instance: Instance | None = None,
+    read_only: Path | None = None,
 ) -> ContainerConfig:
     """The keyword arguments of `containers.create` for one attempt (no engine needed).
 
     `harness` puts the harness on PYTHONPATH (default: when the plan has a workload);
     `paths` are the protocol's paths as the container sees them; `instance` the
-    instance of `run.instances` it runs (its variables).
+    instance of `run.instances` it runs (its variables); `read_only` a folder of this
+    host mounted read-only at its own path (RunOptions.read_only): a minimize candidate's
+    links to the original workdir's files resolve there, and a write through one fails,
+    where the container as root rewrote the user's file through a hard link, 0444 or not.
     """
     from docker.types import DeviceRequest, LogConfig, Mount
 
@@ -281,6 +285,12 @@ def container_config(
         Mount(IN_LAUNCH, str(LAUNCH), type="bind", read_only=True),
         Mount(workdir, str(plan.workdir), type="bind"),
     ]
+    if read_only is not None:
+        # At its own path, links kept, as the candidate's links name it; the engine mounts
+        # a folder below another's after it (by depth), so a candidate's folder inside the
+        # original workdir is still its own, writable.
+        there = read_only.absolute().as_posix()
+        mounts.append(Mount(there, there, type="bind", read_only=True))
     # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
     # image's, so the image's entries are kept after ours. All but the image's own copy of
     # the stackdump sitecustomize: ours, mounted first, chains to it, and a copy from an

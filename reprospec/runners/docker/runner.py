@@ -191,8 +191,11 @@ class DockerRunner:
         say: Callable[[str], None] | None = None,
         native_stacks: bool = True,
         keep_cores: bool = False,
+        read_only: Path | None = None,
     ) -> None:
         self.find_links = find_links
+        # RunOptions.read_only: mounted read-only at its own path in each attempt's container.
+        self.read_only = read_only
         # gdb stacks of crashes (cores) and hangs (attached), gdb running in the image.
         self.native = ContainerNative(keep_cores=keep_cores) if native_stacks else None
         # Image builds take minutes: the user hears them start, step and end.
@@ -329,6 +332,7 @@ class DockerRunner:
             harness=harness,
             paths=paths,
             instance=instance,
+            read_only=self.read_only,
         )
         return client, image, config
 

@@ -58,5 +58,45 @@ def test_a_folder_linked_into_the_workdir_is_in_every_candidates_folder(tmp_path
     assert data["message_before"] == "boom", data  # its ValueError, the linked file read
     assert data["lines_after"] < data["lines_before"]
     assert "import sys" not in (tmp_path / "result" / "prog.py").read_text(encoding="utf-8")
-    # The dataset itself is the user's, untouched.
-    assert (tmp_path / "datasets" / "cfg.txt").read_text(encoding="utf-8") == "boom\n"
+
+
+MODULE = """\
+import os
+import sys
+
+
+def helper():
+    return sys.argv
+
+
+def f():
+    if os.environ.get("X") == "1":
+        raise ValueError("boom")
+    print("fine")
+"""
+
+
+def test_a_link_to_a_folder_of_the_workdir_is_the_candidates_own(tmp_path: Path) -> None:
+    # `pkg -> src/pkg`: the program's module is src/pkg/mod.py by its real path, which
+    # each candidate rewrites; a link to the original's pkg had `import pkg` load the
+    # original's module in every candidate, and mod.py was minimized to nothing of the bug
+    # (status budget, the result unconfirmed).
+    work = tmp_path / "work"
+    (work / "src" / "pkg").mkdir(parents=True)
+    (work / "src" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (work / "src" / "pkg" / "mod.py").write_text(MODULE, encoding="utf-8")
+    (work / "pkg").symlink_to(Path("src") / "pkg")
+    (work / "prog.py").write_text("from pkg.mod import f\n\nf()\n", encoding="utf-8")
+    (work / "spec.yaml").write_text(SPEC.replace("linked-data", "linked-pkg"), encoding="utf-8")
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(work / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
+        "--budget", "60", "-j", "2",
+    ]  # fmt: skip
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr  # DIR's check passed: DIR links pkg to its own src/pkg
+    assert data["message_before"] == "boom", data
+    assert data["lines_after"] < data["lines_before"], data
+    module = (tmp_path / "result" / "src" / "pkg" / "mod.py").read_text(encoding="utf-8")
+    assert "raise ValueError" in module, module  # the bug kept, as the candidates ran it
+    assert (tmp_path / "result" / "pkg").readlink() == Path("src") / "pkg"

@@ -98,10 +98,19 @@ def test_step_1_reads_a_linked_workdirs_hangs_where_the_container_ran_them(
     assert data["search"]["same_failure"]["original_places"] == ["stuck -> acquire()"]
 
 
+# A candidate is a changed program: one that writes a file of the workdir where the original
+# did not (a cut `if not os.path.exists("cache.txt"):`). Its folder is under OUT/minimize/:
+# the write stands for the cut guard, run by every candidate (the original's copy too)
+# until a pass cuts it, never by the original run in its own workdir.
 DATA_PROGRAM = """\
 import os
 import sys
 
+if "/minimize/" in os.getcwd():
+    try:
+        open("cache.txt", "w").write("overwritten")
+    except OSError:
+        pass
 word = open("cfg.txt").read().strip()
 if os.environ.get("X") == "1":
     raise ValueError(word)
@@ -128,18 +137,28 @@ expect:
 
 
 @needs_engine
-def test_a_candidate_reads_the_workdirs_data_files_in_its_container(tmp_path: Path) -> None:
-    # A candidate's folder holds its own program files and the workdir's others; the
-    # container mounts that folder alone, where a symlink to the original's cfg.txt
-    # dangled: the original failed with FileNotFoundError in every attempt, refused.
+@pytest.mark.parametrize("preload", [(), ("--preload", "json")], ids=["own", "live"])
+def test_a_candidate_reads_the_workdirs_data_files_in_its_container_and_writes_none(
+    tmp_path: Path, preload: tuple[str, ...]
+) -> None:
+    # A candidate's folder holds its own program files and links to the workdir's others;
+    # the container mounts that folder, where a symlink to the original's cfg.txt dangled
+    # (the original failed with FileNotFoundError in every attempt, refused), and the
+    # original workdir read-only at its own path: the links resolve, a write through one
+    # is refused. Hard links instead let the container's root rewrite the user's file,
+    # read-only (0444) as it is. Under --preload (`live`: one folder for every candidate,
+    # its links made without them) the links pointed nowhere too.
     require_image(CLIENT, image.DEFAULT_IMAGE)
     (tmp_path / "prog.py").write_text(DATA_PROGRAM, encoding="utf-8")
     (tmp_path / "cfg.txt").write_text("boom\n", encoding="utf-8")
+    cache = tmp_path / "cache.txt"
+    cache.write_text("mine\n", encoding="utf-8")
+    cache.chmod(0o444)
     (tmp_path / "spec.yaml").write_text(DATA_SPEC, encoding="utf-8")
     argv = [
         sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
         "--runner", "docker", "--format", "json", "--out", str(tmp_path / "out"),
-        "-o", str(tmp_path / "result"), "--budget", "30", "-j", "2",
+        "-o", str(tmp_path / "result"), "--budget", "30", "-j", "2", *preload,
     ]  # fmt: skip
     code, data, stderr = json_verb(argv, timeout=400)
     assert code == 0, stderr
@@ -150,3 +169,6 @@ def test_a_candidate_reads_the_workdirs_data_files_in_its_container(tmp_path: Pa
     # through them: the user's program is as it was.
     assert (tmp_path / "prog.py").read_text(encoding="utf-8") == DATA_PROGRAM
     assert (tmp_path / "cfg.txt").read_text(encoding="utf-8") == "boom\n"
+    # The candidates ran the write (their first passes keep it): refused, the user's file as
+    # it was.
+    assert cache.read_text(encoding="utf-8") == "mine\n"

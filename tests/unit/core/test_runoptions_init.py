@@ -162,3 +162,16 @@ def test_a_bad_preload_names_the_option_the_user_gave() -> None:
         RunOptions(preload=["no-such-mod"])
     with pytest.raises(UsageError, match=r"^preload: 'no-such-mod' is not a module name"):
         RunOptions(preload=["no-such-mod"])
+
+
+def test_a_read_only_folder_is_stored_where_set_and_read_back() -> None:
+    """A minimize candidate's run under docker mounts the original workdir read-only
+    (`read_only`): its `--resume` mounts it again. A run without one stores as before."""
+    options = RunOptions(runner="docker", read_only="/var/tmp/proj")
+    assert options.read_only == Path("/var/tmp/proj")
+    stored = options.to_dict()
+    assert stored["read_only"] == "/var/tmp/proj"
+    assert RunOptions.from_dict(stored, Path(".reprospec")).read_only == Path("/var/tmp/proj")
+    assert "read_only" not in RunOptions().to_dict()
+    with pytest.raises(UsageError, match="read_only takes a path, got 3"):
+        RunOptions(read_only=3)  # type: ignore[arg-type]

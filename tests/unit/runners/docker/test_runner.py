@@ -148,6 +148,25 @@ def test_under_init_runs_the_command_under_launch_py(tmp_path: Path) -> None:
     assert (config["entrypoint"], config["init"]) == (["python3"], True)  # left as it was
 
 
+def test_a_read_only_folder_is_mounted_read_only_at_its_own_path(tmp_path: Path) -> None:
+    # RunOptions.read_only: a minimize candidate's links name the original workdir by its
+    # path (under /var too, where the candidate's own folder is /work), read, never written.
+    plan = make_plan(["python3", "-c", "pass"], tmp_path)
+    plain = container_config(plan, image="img", argv=["python3"], log_dir=tmp_path, token="t")
+    config = container_config(
+        plan,
+        image="img",
+        argv=["python3"],
+        log_dir=tmp_path,
+        token="t",
+        read_only=Path("/var/tmp/proj"),
+    )
+    added = [m for m in config["mounts"] if m not in plain["mounts"]]
+    assert [(m["Target"], m["Source"], m["ReadOnly"]) for m in added] == [
+        ("/var/tmp/proj", "/var/tmp/proj", True)
+    ]
+
+
 def test_an_image_without_python3_is_told_from_other_start_failures() -> None:
     runc = (
         "the container could not start: failed to create shim task: OCI runtime create failed: "
