@@ -16,7 +16,7 @@ from . import config, entrypoints, events
 from .data import FetchTracker, TaggedBatchSampler, epoch_steps
 from .injection import FaultPlan
 from .values import JsonValue, to_int
-from .workers import report_dead_workers
+from .workers import WorkerExit, report_dead_workers
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -198,6 +198,7 @@ def run_phases(work: Workload) -> None:
         if work.amp == torch.float16 and work.device.type == "cuda"
         else None
     )
+    fetching = False  # in the DataLoader's next(): a broken pipe there is a worker's death
     try:
         for number, phase in enumerate(work.phases):
             name = str(phase["name"])
@@ -217,17 +218,21 @@ def run_phases(work: Workload) -> None:
                     if iterator is None:
                         work.batches.start(number, step)
                         iterator = iter(work.loader)
+                    fetching = True
                     try:
                         batch = next(iterator)
                     except StopIteration:  # more steps than one pass: start the next epoch
                         work.batches.start(number, step)
                         iterator = iter(work.loader)
                         batch = next(iterator)
+                    fetching = False
                     with _collectives(work, position, train):
                         _step(work, position, batch, train, scaler)
         events.emit("done")
     except BaseException as error:
-        _report_workers(work, iterator, position, error)
+        dead = _report_workers(work, iterator, position, error)
+        if fetching and dead and isinstance(error, BROKEN_PIPE_ERRORS):
+            raise _worker_died(dead) from error
         raise
 
 
@@ -250,8 +255,12 @@ def _collectives(
     return contextlib.nullcontext()
 
 
+# The broken pipe: the main process's read of a batch the dying worker had just sent (its
+# shared memory's handle, asked of the worker's resource sharer) failing before torch's
+# own check of its workers saw the worker dead.
+BROKEN_PIPE_ERRORS = (ConnectionError, EOFError)
 # What the main process sees when a worker dies: torch's own error, or the broken pipe first.
-WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
+WORKER_DEATH_ERRORS = (RuntimeError, *BROKEN_PIPE_ERRORS)
 # torch's ExceptionWrapper.reraise: "Caught {type} in DataLoader worker process {n}."
 _REISSUED = "in DataLoader worker process"
 
@@ -271,25 +280,42 @@ def _worker_grace(error: BaseException) -> float:
     """
     if _REISSUED in str(error):
         return 0.0
-    if isinstance(error, (ConnectionError, EOFError)) or "DataLoader worker" in str(error):
+    if isinstance(error, BROKEN_PIPE_ERRORS) or "DataLoader worker" in str(error):
         return 10.0
     return 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0
 
 
 def _report_workers(
     work: Workload, iterator: Iterator[object] | None, position: Position, error: BaseException
-) -> None:
+) -> list[WorkerExit]:
+    """The workers found dead after `error` (each a `worker_exit` event), waited for."""
     if iterator is None or not getattr(iterator, "_workers", None):
-        return
+        return []
     grace = _worker_grace(error)
     for _ in range(3):  # a late SIGCHLD from another worker may interrupt the first try
         try:
-            report_dead_workers(
+            return report_dead_workers(
                 iterator, work.tracker, work.phase_names, position.phase, position.step, grace=grace
             )
-            return
         except RuntimeError:
             continue
+    return []
+
+
+def _worker_died(dead: Sequence[WorkerExit]) -> RuntimeError:
+    """torch's own error for workers found dead, in its exact words (`_try_get_data`).
+
+    A worker that dies just after sending a batch races the main process's read of it:
+    torch checks its workers when the read fails, and where the dying worker is not yet
+    reapable it re-raises the read's ConnectionResetError or EOFError instead (2 runs in
+    150 of the `exit` fault in a worker). The harness has waited for the worker to be
+    reapable: it completes torch's check, so a worker's exit is the same RuntimeError every
+    time (spec-format.md's `exit` fault), raised from the read's error, which stays in the
+    chain. So for a signal's death too, as torch's check words both: its crash is read from
+    the `worker_exit` event, and its exception no longer varies from run to run.
+    """
+    pids = ", ".join(str(record["pid"]) for record in dead)
+    return RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")
 
 
 def _step(
