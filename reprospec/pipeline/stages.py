@@ -680,9 +680,11 @@ class _Keeper:
                 self.unstored = (attempts_not_stored(exc.lost, str(exc).splitlines()[0]),)
 
     def store_failed(self, exc: StoreError) -> None:
-        """The store failed: the rows its failure took back (`lost`) are not stored."""
+        """The store failed: the rows its failure took back (`lost`) are not stored; the
+        failing record's own row, never counted yet, is where the reserve kept it (`kept_own`:
+        the short pass past the store's held bound)."""
         with self._lock:
-            self.stored -= exc.lost
+            self.stored += exc.kept_own - exc.lost
         self.failed(str(exc), full=exc.full)
 
     def forget(self, set_aside: Sequence[SetAside]) -> None:

@@ -268,12 +268,17 @@ class StoreError(InfraError):
     `full`: because the disk is full, which a stopped run says where the store cannot
     (RunFolder.note_stop). `lost`: the attempts held to be written at a commit
     (`record_attempt(commit=False)`) that the failed write took with it and the reserve
-    could not bring back (`Store._keep_held`): not stored."""
+    could not bring back (`Store._keep_held`): not stored. Only those whose own
+    `record_attempt` had returned, which its caller counted stored: the row of the call
+    that failed is `kept_own`'s, True where it is stored all the same (the short pass past
+    the held bound, held with them and kept by the reserve), so its caller counts it then;
+    a caller that counted it as lost read one attempt too few (-1 in a run of 64)."""
 
     def __init__(self, message: str, *, full: bool = False) -> None:
         super().__init__(message)
         self.full = full
         self.lost = 0
+        self.kept_own = False
 
 
 # sqlite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
@@ -837,23 +842,24 @@ class Store:
             self._db.executemany(_INSERT_ATTEMPT, held)
         return len(held)
 
-    def _keep_held(self, held: list[_Row], exc: sqlite3.Error) -> int:
-        """After a write that failed with the attempts `held` in it: how many of them are lost.
+    def _keep_held(self, held: list[_Row], exc: sqlite3.Error) -> bool:
+        """After a write that failed with the attempts `held` in it: whether they are kept,
+        all of them (one transaction: all or none).
 
         A full disk frees the reserve (made for this) and writes them again in their own
         transaction, which fits in it: kept, said or not. Another failure, or a reserve that
         is gone or could not be made, loses them (`--resume` runs them again)."""
         code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
         if not held or code != _SQLITE_FULL:
-            return len(held)
+            return False
         if self._reserve is None or not self._reserve.free():
-            return len(held)
+            return False
         try:
             with self._db:
                 self._db.executemany(_INSERT_ATTEMPT, held)
         except sqlite3.Error:
-            return len(held)
-        return 0
+            return False
+        return True
 
     def __enter__(self) -> Store:
         return self
@@ -867,8 +873,9 @@ class Store:
             yield db
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """`_write`, its lock held by the caller."""
+    def _writing(self, *, own: bool = False) -> Iterator[sqlite3.Connection]:
+        """`_write`, its lock held by the caller. `own`: the last row held is the caller's
+        (`record_attempt` at the bound), not yet stored as far as its own caller knows."""
         self._restore_if_deleted()
         # The attempts held go first, in the same transaction: they ended before it.
         held = self._held
@@ -878,7 +885,10 @@ class Store:
                 yield self._db
         except sqlite3.Error as exc:
             error = self.error(exc, "cannot write to it")
-            error.lost = self._keep_held(held, exc)
+            kept = self._keep_held(held, exc)
+            # The caller's own row is no attempt its caller counted: not one of `lost`.
+            error.lost = 0 if kept else len(held) - own
+            error.kept_own = own and kept
             raise error from exc
 
     def _restore_if_deleted(self) -> None:
@@ -983,8 +993,9 @@ class Store:
                 if len(self._held) <= HELD_MOST and self._held_bytes <= HELD_BYTES:
                     return
             # Under the same lock as the append: another job's attempt cannot join the list
-            # past the bound before it is written.
-            with self._writing() as db:
+            # past the bound before it is written. Held, its row is the list's last, which a
+            # full disk's reserve may keep: `StoreError.kept_own` says whether it did.
+            with self._writing(own=held) as db:
                 if not held:
                     db.execute(_INSERT_ATTEMPT, row)
 

@@ -26,9 +26,12 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.inputs import Cell
+from reprospec.pipeline.stages import HELD_UNDER_S, _Keeper
 from reprospec.store.db import HELD_MOST, RESERVE_BYTES, RESERVE_SUFFIX, Store, StoreError
 from tests.support.cli import ROOT, CliResult
 from tests.support.killed import gated_spec, killed_run
+from tests.support.plans import attempt_plan
 from tests.support.runs import hang_run
 
 PY = sys.executable
@@ -217,10 +220,41 @@ def test_a_full_disk_keeps_the_attempts_held_for_their_commit(small_disk: Path) 
                 run.run_id, "default", replace(attempt, attempt=numbers[-1]), commit=False
             )
         assert failed.value.full, str(failed.value)
-        assert failed.value.lost == 0
+        assert (failed.value.lost, failed.value.kept_own) == (0, True)
         stored = _rows(out / "results.db", "SELECT attempt FROM attempts ORDER BY attempt")
         assert [row[0] for row in stored] == list(range(1, numbers[-1] + 1))
     ballast.unlink()
+
+
+def test_a_full_disk_at_the_held_bound_counts_the_attempts_the_store_kept(
+    small_disk: Path,
+) -> None:
+    # The short pass past HELD_MOST is committed at once, held with the 64 before it. The
+    # store counted its row in `lost` with theirs, where the keeper counts an attempt stored
+    # only once its record returned: the reserve keeping all 65, the run said 64 were
+    # stored; with none to keep them, "-1 attempts of it are stored" (review of a68e9bc7).
+    run = hang_run()
+    passed = replace(run.cells[0].attempts[1], duration_s=HELD_UNDER_S / 10)
+    plan = attempt_plan("true", small_disk, cell=Cell(id="default", index=0, matrix={}))
+    for reserve, kept in [(True, HELD_MOST + 1), (False, 0)]:
+        out = small_disk / f"reserve-{reserve}"
+        with Store(out, reserve=reserve) as store:
+            store.begin_run(
+                run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {}
+            )
+            keeper = _Keeper(store, run.run_id)
+            for number in range(1, HELD_MOST + 1):
+                keeper.record(replace(plan, attempt=number), replace(passed, attempt=number))
+            assert _rows(out / "results.db", "SELECT attempt FROM attempts") == []  # all held
+            assert keeper.stored == HELD_MOST
+            ballast = _fill(small_disk)
+            last = HELD_MOST + 1
+            keeper.record(replace(plan, attempt=last), replace(passed, attempt=last))
+            assert keeper.full, keeper.failure
+            stored = _rows(out / "results.db", "SELECT attempt FROM attempts ORDER BY attempt")
+            assert [row[0] for row in stored] == list(range(1, kept + 1)), reserve
+            assert keeper.stored == kept, reserve
+        ballast.unlink()
 
 
 def _free(disk: Path) -> int:
