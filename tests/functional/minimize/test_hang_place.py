@@ -9,6 +9,8 @@ old search accepted it and answered with `threading.Event().wait()`, no lock lef
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -203,3 +205,63 @@ def test_a_deadlock_made_a_busy_loop_under_one_main_is_another_hang(tmp_path: Pa
     assert "main (in stuck)" in same["hung_elsewhere"], same
     result = (tmp_path / "result" / "busy.py").read_text(encoding="utf-8")
     assert result.count("lock.acquire()") == 2, result  # the deadlock kept
+
+
+# A C program that deadlocks on a mutex when told `mutex`, else sleeps for good; run.py
+# execs it (no Python stack is left to dump: its place is its native stacks').
+REAP = """\
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static void stuck(void) { pthread_mutex_lock(&held); pthread_mutex_lock(&held); }
+static void nap(void) { for (;;) sleep(1); }
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "mutex") == 0) stuck();
+    nap();
+    return 0;
+}
+"""
+
+EXECS = """\
+import os
+
+args = ["./reap"]
+args.append("mutex")
+os.execv("./reap", args)
+"""
+
+EXECS_SPEC = """\
+reprospec: 1
+name: execs
+command: python run.py
+run:
+  timeout: 3s
+expect:
+  outcome: hang
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) to build the program")
+def test_a_c_programs_hang_that_moved_from_a_mutex_to_a_sleep_is_rejected(tmp_path: Path) -> None:
+    # The C program's stack.txt is empty: its place was unread, no difference, and the
+    # candidate without `args.append("mutex")` (asleep in nap(), not on the mutex) was
+    # kept: run.py minimized to the sleep's hang.
+    (tmp_path / "reap.c").write_text(REAP, encoding="utf-8")
+    subprocess.run(
+        ["cc", "-O0", "-pthread", "-o", str(tmp_path / "reap"), str(tmp_path / "reap.c")],
+        check=True,
+    )
+    argv = _minimize(tmp_path, "run.py", EXECS, EXECS_SPEC, "--budget", "40")
+    code, data, stderr = json_verb(argv, timeout=400)
+    assert code == 0, stderr
+    same = data["search"]["same_failure"]
+    (place,) = same["original_places"]
+    assert place.startswith("native: "), same  # never compared with a Python place
+    assert place.endswith("<-stuck@reap"), same
+    assert same["hangs_elsewhere_rejected"] >= 1, same
+    assert all(p.endswith("<-nap@reap") for p in same["hung_elsewhere"]), same
+    result = (tmp_path / "result" / "run.py").read_text(encoding="utf-8")
+    assert "append('mutex')" in result or 'append("mutex")' in result, result
+    report = (tmp_path / "result" / "minimize.md").read_text(encoding="utf-8")
+    assert f"the original hung in {place.removeprefix('native: ')}: " in report
