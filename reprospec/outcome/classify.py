@@ -679,7 +679,8 @@ def _a_threads(line: str, threads: Sequence[PythonException], stderr: str) -> bo
     exception line, `TypeError: worker failed` or, cut and mixed by the others' interleaved
     writes, `: worker failed`, `: : worker failedworker failed`, `worker failed` or
     `TypeErrorworker failed: worker failed`: a line with a thread's message read whole in
-    it, one cut before its `:`, one of a type named as exceptions are, or one whose message
+    it, one cut before its `:`, one of a type named as exceptions are (`shutil.Error: copy
+    failed` too), a group's closing rule (`+------`), or one whose message
     (its text after the last `: `) other lines print too, alone or as an exception line's
     (the reports interleaved past reading, in about 1 attempt in 70 of eight threads'). A
     `sys.exit("msg")`'s message it is not: that prints once."""
@@ -690,7 +691,10 @@ def _a_threads(line: str, threads: Sequence[PythonException], stderr: str) -> bo
             return True
     if line.startswith(":"):
         return True  # an exception line whose type another thread's write took away
-    from reprospec.outcome.tracebacks import EXCEPTION_LINE, named_as_a_class
+    from reprospec.outcome.tracebacks import EXCEPTION_LINE, closes_a_group, named_as_a_class
+
+    if closes_a_group(line):
+        return True  # a thread's group's closing rule (`+------`), printed last: no message
 
     found = EXCEPTION_LINE.match(line)
     if found is not None and named_as_a_class(found["type"]):

@@ -409,20 +409,19 @@ def thread_exceptions(text: str) -> tuple[PythonException, ...]:
     """The exception each thread died of (threading.excepthook's `Exception in thread
     NAME:` blocks, or a block whose first frame is threading's `_bootstrap_inner`), in the
     order printed: what the report says of the threads, never what ended the process. A
-    block cut by another's interleaved lines is left out."""
+    block cut by another's interleaved lines is left out.
+
+    Each is the last exception of its thread's chain, what the thread died of: a
+    `raise shutil.Error("copy failed") from err` read its cause, the FileNotFoundError, and
+    one whose cause was never raised (`from ValueError("root")`, no traceback of its own)
+    read none."""
     if not text or TRACEBACK_HEADER not in text:
         return ()
-    lines = _lines(text)
-    found: list[PythonException] = []
-    for index, line in enumerate(lines):
-        if not _TB_HEADER.match(line) or _link_before(lines, index) is not None:
-            continue
-        if _traceback_context(lines, index) != "thread":
-            continue
-        exception = exception_after(lines, index)
-        if exception is not None:
-            found.append(went_on(exception))
-    return tuple(found)
+    return tuple(
+        went_on(chain.exceptions[-1])
+        for chain in _chains(_lines(text))
+        if chain.context == "thread"
+    )
 
 
 def raised_types(text: str) -> tuple[str, ...]:
@@ -619,13 +618,17 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
 # A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
 # `KeyboardInterrupt`, `Exception`, `StopIteration`, `BaseExceptionGroup`): what a line of a
 # message or of the program's output seldom is (`Hint: see the docs`, `INFO: loading`), though
-# each matches EXCEPTION_LINE. It misses classes named otherwise (subprocess.TimeoutExpired,
-# concurrent.futures' BrokenProcessPool, a bare `Error` or `Warning`), which a reader of it
-# must do without; a group only as `ExceptionGroup`, `...ExceptionGroup` or `...ErrorGroup`,
-# not any `...Group`, which output names too (`ProcessGroup: init`).
+# each matches EXCEPTION_LINE. A module's own `Error` is one where it is dotted
+# (`shutil.Error`, `_csv.Error`, `configparser.Error`): a line of output seldom names one so;
+# a bare `Error` is not (`Error: 2 workers failed`, a program's own message). It misses classes
+# named otherwise (subprocess.TimeoutExpired, concurrent.futures' BrokenProcessPool, a bare
+# `Warning`), which a reader of it must do without; a group only as `ExceptionGroup`,
+# `...ExceptionGroup` or `...ErrorGroup`, not any `...Group`, which output names too
+# (`ProcessGroup: init`).
 _CLASS_LIKE = Lazy(
     r"(?:^|\.)(?:Exception|ExceptionGroup"
     r"|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration|ExceptionGroup|ErrorGroup))$"
+    r"|\w\.Error$"
 )
 
 
@@ -657,6 +660,10 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
       ValueError reads as `ConfigError("was retried\\n...\\nValueError: root")`); else the one
       line there, of any type (`Timeout: took too long`), where nothing else is
       (`loading` then `Timeout: took too long` is no exception `loading`).
+    Dropped by this rule, read as no cause: one of a type not named as a class whose message
+    runs over lines (`raise RuntimeError("top") from Timeout("slow\nafter 3 tries")`), even
+    with no other output above it, since its first line reads as any output's would
+    (`Note: retrying` above an unraised `Timeout("a\nb")` is no exception `Note`).
     """
     end = link - 1
     while end > floor and not lines[end].strip():

@@ -101,3 +101,59 @@ def test_capture_names_the_main_threads_exception(cli: Cli, tmp_path: Path) -> N
     assert "error:RuntimeError in 6/6 attempts" in said, said
     assert "TypeError" not in said, said
     assert "exception: RuntimeError" in out.read_text()
+
+
+# A thread that dies of a chained exception, then the main thread's own `sys.exit(1)`: the
+# thread died of the chain's last exception (a module's dotted `Error`, never named `...Error`
+# in full), which is not the process's message; nor is a thread's group's closing rule.
+THREAD_DIES = """\
+import shutil, sys, threading
+
+def chained():
+    try:
+        open("/nonexistent/x")
+    except OSError as err:
+        raise shutil.Error("copy failed") from err
+
+def unraised():
+    raise shutil.Error("copy failed") from ValueError("root")
+
+def group():
+    raise ExceptionGroup("eg", [ValueError("a"), TypeError("b")])
+
+thread = threading.Thread(target=globals()[sys.argv[1]])
+thread.start()
+thread.join()
+sys.exit(1)
+"""
+
+
+def test_a_thread_dead_of_a_chain_is_shown_by_its_last_exception_not_as_the_message(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "dies.py").write_text(THREAD_DIES)
+    for how, died in (
+        ("chained", "shutil.Error"),
+        ("unraised", "shutil.Error"),
+        ("group", "ExceptionGroup[TypeError,ValueError]"),
+    ):
+        spec = tmp_path / f"{how}.yaml"
+        spec.write_text(
+            "reprospec: 1\n"
+            f"name: {how}\n"
+            f"environment: {{workdir: {tmp_path}}}\n"
+            f"command: python dies.py {how}\n"
+            "run: {timeout: 60s, repeat: 1}\n"
+            "expect: {outcome: error, exit_code: 1}\n"
+        )
+        result = cli("run", str(spec))
+        outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+        assert (outcome["kind"], outcome.get("exception"), outcome.get("message")) == (
+            "error",
+            None,
+            None,
+        ), (how, outcome)
+        assert outcome["detail"].startswith(
+            f"exit code 1; 1 thread died of an exception ({died}; "
+        ), (how, outcome["detail"])
+        assert result.code == 0, result.stdout + result.stderr
