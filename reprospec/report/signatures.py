@@ -162,20 +162,16 @@ def group_key(signature: str, outcome: Outcome) -> GroupKey:
 
     Two cells whose attempts crashed in different children (`python3 a_child.py`,
     `python3 b_child.py`) have one signature, `crash:SIGSEGV:child:...`; keyed on it
-    alone they were one group, worded by its first attempt's phrase, which named the
-    first child for both. The child is named as the phrase names it (without
-    a pid, its command line shortened), so a group is exactly the attempts it names.
+    alone they were one group, worded by its first attempt's phrase, which named the first
+    child for both. The child is named as the phrase names it (without a pid, its command
+    line shortened), so a group is exactly the attempts it names.
 
     Hangs alike: `hang` in `work` of hangkid.py and `hang` in `<module>` of hang.py were one
-    group, worded by the first's place. Keyed on the function and file, not the
-    line, so a busy loop caught at two of its lines stays one hang.
-
-    Not on a C program's native place (`hung_native`): that is one live sample's innermost
-    frame, so a busy program caught in alpha() once and beta() once was two failures here,
-    `hang in alpha@busy` `Expected as well`, where the judge, compare, amplify and minimize
-    count one (`hang`). The place stays in the words (`shared_phrase` drops it where a
-    group's differ) and in the Failure list's line of where it sat.
-    """
+    group, worded by the first's place. Keyed on the function and file, not the line, so a
+    busy loop caught at two of its lines stays one hang. Not on a C program's native place
+    (`hung_native`), one live sample's innermost frame: busy.c caught in alpha() and in
+    beta() was two failures (`Expected as well: hang in alpha@busy`) where the judge,
+    compare, amplify and minimize count one (`hang`)."""
     hung = outcome.hung_in if outcome.kind == "hang" else None
     place = f" in {hung.function} ({hung.path})" if hung is not None else ""
     return (signature, child_named(outcome) + place)
@@ -195,13 +191,12 @@ def shared_phrase(outcomes: Sequence[Outcome]) -> str:
     stepless = {outcome_phrase(replace(o, step=None, stage=None), pid=False) for o in outcomes}
     if len(stepless) == 1:
         return stepless.pop()
-    # A C program's hangs sampled in different frames are one group (`group_key`): worded
-    # by the first's place, `hang in alpha@busy` named a frame half of them were not in.
-    placeless = {
+    # C hangs caught in different frames are one group (`group_key`): not the first's words.
+    bare = {
         outcome_phrase(replace(o, step=None, stage=None, hung_native=None), pid=False)
         for o in outcomes
     }
-    return placeless.pop() if len(placeless) == 1 else first
+    return bare.pop() if len(bare) == 1 else first
 
 
 def told_apart(phrases: dict[GroupKey, str]) -> dict[GroupKey, str]:
