@@ -194,3 +194,40 @@ def test_a_terminate_another_abort_follows_is_not_the_crashs_exception(
     assert not any("memory limit" in said for said in musl["warnings"]), musl["warnings"]
     assert own["outcome"]["exception"] == "std::bad_alloc", own["outcome"]
     assert any("memory limit" in said for said in own["warnings"]), own["warnings"]
+
+
+_POINTER = "struct Fault {};\nint main() { throw new Fault(); }\n"
+
+
+def test_a_type_no_spec_can_name_is_said_not_expected_by_both_captures(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A global class thrown by pointer: std::terminate names it `Fault*`, which
+    expect.exception refuses (no spelling tells it from a mistyped `Cuda*`). Capture wrote it
+    all the same: live, its own check of the spec it wrote refused it (exit 2); from a
+    ticket, a spec `validate` refused. Both leave it out and quote it in a comment."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "fault.cpp").write_text(_POINTER)
+    subprocess.run(["g++", "-O0", "-o", str(work / "fault"), str(work / "fault.cpp")], check=True)
+    printed = subprocess.run(["./fault"], cwd=work, capture_output=True, text=True).stderr
+    assert "instance of 'Fault*'" in printed, printed
+    (tmp_path / "ticket.md").write_text(f"It dies:\n\n    $ ./fault\n{printed}\n")
+    said = "  # std::terminate named Fault*, which expect.exception cannot spell\n"
+    live = cli("capture", "-o", str(tmp_path / "live.yaml"), "--", "./fault", cwd=work)
+    assert live.code == 0, live.stdout + live.stderr
+    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+    for name in ("live.yaml", "t.yaml"):
+        text = (tmp_path / name).read_text()
+        assert said in text, text
+        expect = load_spec(str(tmp_path / name)).document["expect"]
+        assert isinstance(expect, dict), expect
+        assert (expect["outcome"], expect["signal"]) == ("crash", "SIGABRT"), expect
+        assert "exception" not in expect, expect
+        checked = cli("validate", name, cwd=tmp_path)
+        assert "names no exception class" not in checked.stdout + checked.stderr, checked.stderr
+    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["verdict"] == "reproduced", cell
