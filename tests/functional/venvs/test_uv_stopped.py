@@ -193,10 +193,14 @@ def test_run_uv_past_its_timeout_says_so_and_ends_its_group(
     marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
     leftovers.append(f"{MARK}={marker}".encode())
     monkeypatch.setattr(build, "uv_binary", lambda: str(uv))
+    # The fake needs its Python started and its SIGTERM handler installed before the stop:
+    # 1.5 s was not always that on a loaded machine (the SIGTERM came first and killed it).
     with pytest.raises(build.UvTimeout) as raised:
-        build.run_uv(["pip", "compile", "-"], timeout=1.5, env={MARK: marker})
-    assert str(raised.value) == "uv pip compile timed out after 1.5s"
-    # It ran, and was told to stop (SIGTERM), which it ignored: the group was killed.
+        build.run_uv(["pip", "compile", "-"], timeout=10, env={MARK: marker})
+    assert str(raised.value) == "uv pip compile timed out after 10s"
+    # It ran (a stop before its handler was in place reads as this, not as a SIGTERM
+    # unheard) and was told to stop (SIGTERM), which it ignored: the group was killed.
+    assert (uv.parent / "started").exists(), "the fake uv never started within 10 s"
     assert (uv.parent / "termed").exists()
     # Every member of its group carries the marker (uv, the child it started): none is left.
     assert _left_after_stop(f"{MARK}={marker}".encode()) == []
@@ -225,4 +229,37 @@ def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
     )
     assert "KeyboardInterrupt" in done.stderr, done.stderr
     # Every member of its group carries the marker (uv, the child it started): none is left.
+    assert _left_after_stop(f"{MARK}={marker}".encode()) == []
+
+
+def test_a_second_signal_to_doctor_while_uv_is_stopped_says_only_that_it_stops(
+    tmp_path: Path, leftovers: list[bytes]
+) -> None:
+    # doctor writes nothing when stopped: a second SIGTERM during _stop's wait for uv was
+    # told "stopping: writing what finished first", the engine verbs' words.
+    uv = _fake_uv(tmp_path / "fake")
+    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
+    leftovers.append(f"{MARK}={marker}".encode())
+    code = (
+        "import sys\n"
+        "from reprospec.cli import main\n"
+        "from reprospec.venvs import build\n"
+        "build.uv_binary = lambda: sys.argv[1]\n"
+        # Waited for longer than the second signal can take to come, on a loaded machine.
+        "build._UV_STOP_S = 10.0\n"
+        "sys.exit(main(['doctor', sys.argv[2], '--runner', 'venv']))\n"
+    )
+    done = interrupt_when(
+        [sys.executable, "-c", code, str(uv), str(_spec(tmp_path))],
+        (uv.parent / "started").exists,
+        env={MARK: marker, "REPROSPEC_ENVS": str(tmp_path / "envs")},
+        signum=signal.SIGTERM,
+        # The first was heard: _stop sent uv its SIGTERM and is waiting for it.
+        again_when=(uv.parent / "termed").exists,
+    )
+    assert "reprospec: already stopping" in done.stderr, done.stderr
+    assert "writing what finished" not in done.stderr, done.stderr
+    assert (done.code, done.stderr.splitlines()[-1:]) == (130, ["reprospec: interrupted"]), (
+        done.stderr
+    )
     assert _left_after_stop(f"{MARK}={marker}".encode()) == []
