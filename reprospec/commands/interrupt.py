@@ -25,7 +25,10 @@ _STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def install_stop_handlers(
-    cancel: threading.Event, deferral: safepoint.Deferral | None = None
+    cancel: threading.Event,
+    deferral: safepoint.Deferral | None = None,
+    *,
+    raised_writes: bool = True,
 ) -> None:
     """SIGTERM, Ctrl-C and SIGHUP stop the verb: partial results, exit 130. `cancel` is set
     first, in the handler, so an attempt that the same signal killed is known to have been
@@ -44,9 +47,15 @@ def install_stop_handlers(
     Only the first signal stops: the ones after it (an impatient second Ctrl-C, a CI
     runner's SIGTERM after its SIGINT) would cut short the writing of what finished
     (results.json, the report, the store's `interrupted`, the command that resumes), which
-    takes a moment; they are told so instead. The trees are already being killed.
+    takes a moment; they are told so instead. The trees are already being killed. Where
+    nothing is written, they are told only that it is stopping ("writing what finished" was
+    said of doctor and slurm's preflight, which only end uv's group): a verb that gives no
+    `deferral` (doctor), or whose raised stop writes nothing (`raised_writes` False: slurm,
+    whose deferral covers only its submission) unless the first stop was deferred.
     """
     stopping = threading.Event()
+    # The first stop was deferred (`deferral` begun): the engine is writing what finished.
+    deferred = threading.Event()
     # The stop is owed: it came where it could not be raised (core/safepoint.py) and was
     # redelivered, so the handler's next call raises it, and is not a second signal.
     owed = threading.Event()
@@ -55,13 +64,16 @@ def install_stop_handlers(
     def handler(signum: int, frame: FrameType | None) -> None:
         stopclock.heard(signum)
         if stopping.is_set() and not owed.is_set():
-            print("reprospec: stopping: writing what finished first", file=sys.stderr)
+            writes = deferred.is_set() or (deferral is not None and raised_writes)
+            said = "stopping: writing what finished first" if writes else "already stopping"
+            print(f"reprospec: {said}", file=sys.stderr)
             return
         stopping.set()
         cancel.set()
         if deferral is not None and deferral.begun:
             # The engine reads `cancel`; a stop owed from before it began is that one too.
             owed.clear()
+            deferred.set()
             return
         if not safepoint.can_raise_in(frame):
             owed.set()

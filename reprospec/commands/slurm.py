@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec import api
     from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.core.safepoint import Deferral
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
@@ -224,13 +225,16 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         shard_args,
         attempts_per_shard(total, args.shards),
     )
+    cancel = threading.Event()
+    # Begun from the submission on (below): a stop then waits until slurm.json records it.
+    deferral = Deferral()
     if not args.dry_run or options.runner == "local":
         # Known here, not in N task logs: cells whose packages the shards' runner cannot
         # give them (a dry run builds no environment: it writes nothing).
         # SIGTERM and SIGHUP stop it as Ctrl-C does: the venv runner's uv builds in a
         # session of its own, which only that stop ends (venvs/build.py); they killed the
         # verb outright and left uv and its package builds running on the login node.
-        install_stop_handlers(threading.Event())
+        install_stop_handlers(cancel, deferral, raised_writes=False)
         _preflight(spec, plans.firsts(), options, args.out)
     if args.dry_run:
         if envs is not None:
@@ -248,7 +252,13 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     made = [path for path in reversed(run.run_dir.parents) if not path.exists()]
     write_scripts(run)
     save(run)
+    # From here a stop (Ctrl-C, SIGTERM, SIGHUP) is `cancel` alone, obeyed once slurm.json
+    # records what was submitted: one raised after the array's sbatch and before that save
+    # left the array queued and the run `never submitted`, which `resume` submitted again.
+    deferral.begin()
     try:
+        if cancel.is_set():
+            raise KeyboardInterrupt  # (came before the submission: nothing is submitted)
         run = submit(run)
     except InfraError:
         # Nothing was submitted (sbatch refused the array, or the merge, whose array it then
@@ -259,12 +269,16 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
             with contextlib.suppress(OSError):
                 path.rmdir()
         raise
+    finally:
+        deferral.end()
     sub = run.submissions[-1]
     print(
         f"submitted {run.spec_name}: array job {sub.array_job} ({plural(run.shards, 'shard')}, "
         f"{plural(total, 'attempt')}), merge job {sub.merge_job} after it"
     )
     _print_follow(run, sub.array_job, sub.merge_job)
+    if cancel.is_set():
+        raise KeyboardInterrupt  # (submitted and recorded: what the lines above say)
     return EXIT_OK
 
 
