@@ -475,6 +475,14 @@ def build_failure_line(output: str) -> str:
     return said[-1] if said else ""
 
 
+def backend_said(output: str) -> tuple[str, ...]:
+    """The package's own lines of uv's output of a failed build (its `[stderr]` block,
+    stripped), read as `build_failure_line` reads them: () where no build backend spoke.
+    doctor quotes from them a build's own network failure (venvs/resolve.py), never a line
+    of uv's."""
+    return _UvReport.read(output).built
+
+
 def _build_output(lines: Sequence[str]) -> list[str]:
     """The lines of uv's `[stderr]` block of a failed build (its non-blank lines, stripped),
     to its hint (or a `[stdout]` block after it). uv indents the block and not its own

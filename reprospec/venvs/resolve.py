@@ -36,6 +36,7 @@ from reprospec.venvs.build import (
     EnvBuildError,
     Interpreter,
     UvTimeout,
+    backend_said,
     build_failure_line,
     request_for,
     run_uv,
@@ -70,6 +71,26 @@ _UNREACHED = (
     "connection refused",
     "timed out",
     *_OFFLINE,
+)
+# Words a build backend's own output says a download failed with (a setup_requires that pip
+# or setuptools fetched, a toolchain fetched by urllib, curl or cargo): what makes its failed
+# build not checked (`_backend_offline`) rather than a failure. Fetch words alone: the index's
+# `timed out` and `connection refused` are words of any compile or test log too (a test's
+# "timed out", a refused connection to a local server), and a real failure of the package
+# was said not checked, exit 0.
+_FETCH_FAILED = (
+    "urlopen error",
+    "failed to fetch",
+    "error sending request",
+    "dns error",
+    "tcp connect error",
+    "failed to establish a new connection",
+    "max retries exceeded with url",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "could not resolve host",
+    "couldn't resolve host",
+    "network is unreachable",
 )
 # How long a request the index failed quickly (refused, reset, a DNS error, a 503) waits
 # before it is asked once more: one such failure of a flaky index made doctor say "could not
@@ -211,7 +232,7 @@ def resolve(
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = _unreached(lowered)
-    if _backend_offline(lowered):
+    if _backend_offline(output):
         return _offline_build(uv_error(output), output)
     # No solution, or a distribution it picked whose build backend failed (an sdist that
     # cannot build here: the build at run time builds it the same way, and fails alike).
@@ -267,8 +288,9 @@ def _unreached(lowered: str) -> bool:
     """Whether uv's output (`lowered`) says no index answered it: its network words
     (`_UNREACHED`), unless a build backend ran and failed (`_backend_failed`), whose own
     stderr is in that output: a setup.py that printed `urlopen error [Errno 111] Connection
-    refused` and failed was built again, then said not checked, where the run's build fails
-    the same way."""
+    refused` and failed was built again (no index failed: it ran). Such a build is the
+    backend's case: `_backend_offline` reads it first, a download of its own that failed
+    (not checked, it may build where that network answers), else the package's failure."""
     return any(words in lowered for words in _UNREACHED) and not _backend_failed(lowered)
 
 
@@ -277,26 +299,32 @@ def _backend_failed(lowered: str) -> bool:
     return "failed to build" in lowered and "build backend returned an error" in lowered
 
 
-def _backend_offline(lowered: str) -> bool:
-    """Whether uv's output (`lowered`) says a build backend ran and failed with network words
-    in its own output (a setup_requires fetched, a toolchain downloaded): built once (no
-    index failed: `_unreached`), but no failure of the package either (`_offline_build`)."""
-    return _backend_failed(lowered) and any(words in lowered for words in _UNREACHED)
+def _backend_offline(output: str) -> bool:
+    """Whether uv's `output` says a build backend ran and failed with a failed download in
+    its own words (a setup_requires fetched, a toolchain downloaded: `_FETCH_FAILED`): built
+    once (no index failed: `_unreached`), but no failure of the package either
+    (`_offline_build`)."""
+    return _backend_failed(output.lower()) and bool(_fetch_line(output))
+
+
+def _fetch_line(output: str) -> str:
+    """The backend's own line (`backend_said`, never uv's) that says its download failed,
+    the last such as `build_failure_line` takes the last of its words; "" where none does."""
+    return next(
+        (
+            line
+            for line in reversed(backend_said(output))
+            if any(words in line.lower() for words in _FETCH_FAILED)
+        ),
+        "",
+    )
 
 
 def _offline_build(failed: str, output: str) -> Resolved:
     """The answer of a build that failed on a network error of its own (`_backend_offline`),
-    `failed` saying the failure: not checked, the backend's line of network words quoted.
+    `failed` saying the failure: not checked, the backend's line of it quoted (`_fetch_line`).
     It read `cannot be installed`, exit 1, where it may build once that network answers."""
-    network = next(
-        (
-            line.strip()
-            for line in output.splitlines()
-            if any(words in line.lower() for words in _UNREACHED)
-        ),
-        "",
-    )
-    said = f"{failed}; its build hit a network failure of its own ({network})"
+    said = f"{failed}; its build hit a network failure of its own ({_fetch_line(output)})"
     return Resolved("unknown", said, offline_build=True)
 
 
@@ -410,7 +438,7 @@ def _built(
         return Resolved("unknown", uv_error(output), stopped="unreached")
     line = build_failure_line(output)
     failed = f"could not build {requirement} ({_whence(is_path)}: {line})"
-    if _backend_offline(output.lower()):
+    if _backend_offline(output):
         return _offline_build(failed, output)
     return Resolved("unsatisfiable", failed)
 

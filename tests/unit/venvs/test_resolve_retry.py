@@ -122,3 +122,61 @@ def test_a_build_that_failed_with_no_network_words_is_a_failure(
     assert said == resolving.Resolved(
         "unsatisfiable", "could not build ./mypkg (its build from that path failed: no gcc here)"
     )
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # A test suite the build runs: its own timeout, a local server it could not reach.
+        "test_server_roundtrip: timed out after 5 s\nConnection refused: 127.0.0.1:8080",
+        "ninja: build stopped: subcommand failed (the linker timed out)",
+    ],
+    ids=["test-log", "compile-log"],
+)
+def test_a_build_whose_log_says_timed_out_or_refused_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, log: str
+) -> None:
+    # The index's network words were read in the backend's output too: a real compile or
+    # test failure whose log said "timed out" was said not checked, a warning, exit 0.
+    output = BACKEND_FAILED.replace(
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>", log
+    )
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    assert said is not None
+    assert (said.state, said.offline_build) == ("unsatisfiable", False), said
+    assert said.said.startswith("could not build ./mypkg (its build from that path failed: ")
+
+
+def test_the_network_line_quoted_is_the_backends_last(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The first line of the whole output with network words was quoted, whole: pip's retry
+    # warning of 300 characters here, where the backend's last word names the download.
+    retry = (
+        "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status="
+        "None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3."
+        "connection.HTTPSConnection object at 0x7f3a>: Failed to establish a new connection: "
+        "[Errno 111] Connection refused')': /simple/cython/"
+    )
+    last = (
+        "distutils.errors.DistutilsError: Download error for https://example.org/cython.tgz: "
+        "<urlopen error [Errno 111] Connection refused>"
+    )
+    output = BACKEND_FAILED.replace(
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+        f'{retry}\nTraceback (most recent call last):\n  File "setup.py", line 3\n{last}',
+    )
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    assert said is not None
+    assert said.offline_build, said
+    assert said.said.endswith(f"; its build hit a network failure of its own ({last})"), said
