@@ -99,18 +99,21 @@ def test_step_1_reads_a_linked_workdirs_hangs_where_the_container_ran_them(
 
 
 # A candidate is a changed program: one that writes a file of the workdir where the original
-# did not (a cut `if not os.path.exists("cache.txt"):`). Its folder is under OUT/minimize/:
-# the write stands for the cut guard, run by every candidate (the original's copy too)
-# until a pass cuts it, never by the original run in its own workdir.
+# did not (a cut `if not os.path.exists("cache.txt"):`). The write stands for the cut guard,
+# run by every candidate (the original's copy too) until a pass cuts it, never by the
+# original run in its own workdir. What tells them apart is the folder itself, wherever
+# pytest's temporary folder is (under /var both are mounted at /work, one cwd): a
+# candidate's cfg.txt is a link to the user's (a symlink; a hard link before, whose count
+# is 2), the original's a plain file. The refusal is printed, for the test to find.
 DATA_PROGRAM = """\
 import os
 import sys
 
-if "/minimize/" in os.getcwd():
+if os.path.islink("cfg.txt") or os.stat("cfg.txt").st_nlink > 1:
     try:
         open("cache.txt", "w").write("overwritten")
-    except OSError:
-        pass
+    except OSError as error:
+        print("REFUSED", error)
 word = open("cfg.txt").read().strip()
 if os.environ.get("X") == "1":
     raise ValueError(word)
@@ -145,15 +148,16 @@ def test_a_candidate_reads_the_workdirs_data_files_in_its_container_and_writes_n
     # the container mounts that folder, where a symlink to the original's cfg.txt dangled
     # (the original failed with FileNotFoundError in every attempt, refused), and the
     # original workdir read-only at its own path: the links resolve, a write through one
-    # is refused. Hard links instead let the container's root rewrite the user's file,
-    # read-only (0444) as it is. Under --preload (`live`: one folder for every candidate,
+    # is refused. Hard links instead let the container's root rewrite the user's file
+    # (read-only, 0444, as well). Under --preload (`live`: one folder for every candidate,
     # its links made without them) the links pointed nowhere too.
     require_image(CLIENT, image.DEFAULT_IMAGE)
     (tmp_path / "prog.py").write_text(DATA_PROGRAM, encoding="utf-8")
     (tmp_path / "cfg.txt").write_text("boom\n", encoding="utf-8")
     cache = tmp_path / "cache.txt"
+    # Writable by its owner: a container run as another user than the file's was refused
+    # by the mode (EACCES), a hard link's write as well, and proved nothing of the mount.
     cache.write_text("mine\n", encoding="utf-8")
-    cache.chmod(0o444)
     (tmp_path / "spec.yaml").write_text(DATA_SPEC, encoding="utf-8")
     argv = [
         sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
@@ -169,6 +173,12 @@ def test_a_candidate_reads_the_workdirs_data_files_in_its_container_and_writes_n
     # through them: the user's program is as it was.
     assert (tmp_path / "prog.py").read_text(encoding="utf-8") == DATA_PROGRAM
     assert (tmp_path / "cfg.txt").read_text(encoding="utf-8") == "boom\n"
-    # The candidates ran the write (their first passes keep it): refused, the user's file as
-    # it was.
+    # The candidates ran the write (their first passes keep it): refused by the read-only
+    # mount (EROFS, errno 30), the user's file as it was.
     assert cache.read_text(encoding="utf-8") == "mine\n"
+    refused = [
+        log
+        for log in (tmp_path / "out" / "runs").rglob("stdout.log")
+        if "REFUSED [Errno 30]" in log.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert refused, "no candidate's attempt tried the write through its link"
