@@ -328,11 +328,14 @@ class RunOptions:
         # (`.resolve()`, `/`), and load_spec/load_result take a str there too.
         # Anything else is refused here: `out=3` was kept and raised AttributeError from the
         # run's first `.resolve()`, `python=3` a TypeError in the runner.
+        given_read_only = self.read_only
         for name in ("out", "find_links", "read_only"):
             value = optional_path(name, getattr(self, name))
             if value is None and name == "out":
                 raise UsageError("out takes a path, got None")
             object.__setattr__(self, name, value)
+        if self.read_only is not None:
+            _check_read_only(self.read_only, given_read_only)
         # And `python=Path(...)`: the runners take the interpreter as a str, a str as given
         # (`./py` is no name to look up on PATH, which Path("./py"), `py`, would be).
         if isinstance(self.python, PathLike):
@@ -574,6 +577,21 @@ def optional_path(name: str, value: object) -> Path | None:
     if isinstance(value, (str, PathLike)):
         return Path(value)
     raise UsageError(f"{name} takes a path, got {value!r}")
+
+
+def _check_read_only(path: Path, given: object) -> None:
+    """`read_only` is a folder the docker runner mounts at its own path in every attempt's
+    container: anything else failed there, one infra-error per attempt (a missing folder,
+    `/`, which the engine refuses), and a relative path, read against the folder each
+    run started in, was stored relative, so that `--resume` from another folder mounted
+    another (`""` was `.` too). Refused when the options are made: exit 2."""
+    if not path.is_absolute():  # Path("") is ".": relative too
+        raise UsageError(f"read_only: {given!r} is not an absolute path; give a folder's")
+    if path == Path("/"):
+        raise UsageError("read_only: '/' is the whole file system; give a folder below it")
+    if not path.is_dir():
+        what = "not a folder" if path.exists() else "no such folder"
+        raise UsageError(f"read_only: {path}: {what}; give an existing folder")
 
 
 def run_options(name: str, value: object) -> RunOptions:

@@ -104,6 +104,7 @@ from reprospec.minimize.workload import (
 from reprospec.pipeline.searchscope import search_scope
 from reprospec.plan.failingcell import Amplified, choose_failing_cell, needs_expect
 from reprospec.plan.run import CellExpectations, RunPlan
+from reprospec.runners import read_only_refused
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -242,6 +243,17 @@ def _minimize(
             original, head=(), fields=tuple((f.path, f.value) for f in fields), workload=True
         )
     _check_output(options.output, workdir, original, spec, failing, run_options.out)
+    if not workload:
+        # Each candidate's run mounts the workdir read-only at its own path (probes.py):
+        # where that cannot be, every candidate's attempt would fail, after step 1 ran.
+        candidates = run_options.out.resolve() / "minimize"
+        clash = read_only_refused(run_options.runner, ran_in, candidates)
+        if clash is not None:
+            raise UsageError(
+                f"minimize under docker: the workdir {ran_in} cannot be mounted read-only at "
+                f"its own path in the container ({clash}): move the project under another "
+                "folder"
+            )
     # Said before step 1, whose attempts pay the same import.
     hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
     if hint is not None:

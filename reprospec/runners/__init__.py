@@ -91,6 +91,17 @@ def kept_servers(search: Callable[P, R]) -> Callable[P, R]:
     return kept
 
 
+def read_only_refused(runner: str, folder: Path, workdir: Path) -> str | None:
+    """Why `runner` cannot mount `folder` (RunOptions.read_only) read-only at its own path
+    beside an attempt's `workdir` (the docker runner's `read_only_clash`), None where it
+    can: runners whose attempts run on this host mount nothing."""
+    if runner != "docker":
+        return None
+    from reprospec.runners.docker.container import read_only_clash
+
+    return read_only_clash(folder, workdir)
+
+
 def workdir_inside(runner: str, workdir: Path) -> str | None:
     """`workdir` as the attempts `runner` ran in it name it, where that is not this host:
     the docker runner's container's (`container_workdir`: `/work` for a workdir under /root,

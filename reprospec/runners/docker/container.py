@@ -58,6 +58,34 @@ def container_workdir(host: Path) -> str:
     return text
 
 
+# Below these, a folder mounted at its own path is inside the kernel's file systems or the
+# runner's own mounts (IN_ATTEMPT, IN_LAUNCH, ...): never a user's project.
+_NOT_BELOW = ("/dev", "/proc", "/sys", "/reprospec")
+
+
+def read_only_clash(folder: Path, workdir: Path) -> str | None:
+    """Why `folder` (RunOptions.read_only) cannot be mounted read-only at its own path in a
+    container whose workdir is `workdir`'s (`container_workdir`), or None where it can.
+    `container_workdir`'s rule moves a workdir off the system's paths; this mount, at the
+    folder's own path so that links naming it resolve, cannot move: at `/tmp` (a non-root
+    user's HOME there, and every program's scratch) or a system root (`/var`, `/root`) it
+    hid the image's own, read-only; `/work` or a folder under it, where the attempt's own
+    workdir is `/work` too, was docker's 'Duplicate mount point' or a folder mounted into
+    the workdir (docker made it, empty and root's, in the host's folder): one infra-error,
+    or a broken attempt, each time. The caller refuses the run before any attempt."""
+    text = folder.absolute().as_posix()
+    if text in ("/", "/tmp") or text in _SYSTEM_ROOTS:
+        return f"{text} is the system's own there"
+    if any(text.startswith(root + "/") for root in _NOT_BELOW):
+        return f"{text} is below /{text.split('/')[1]}, the container's own"
+    if container_workdir(workdir) == "/work" and (text == "/work" or text.startswith("/work/")):
+        return (
+            f"{text} is at or below /work, where the attempt's own folder (under a system "
+            "folder: --out's) is mounted"
+        )
+    return None
+
+
 def attempt_argv(plan: AttemptPlan) -> list[str] | None:
     """What the container runs: the harness for a workload, else the plan's argv."""
     if plan.workload is not None:

@@ -34,7 +34,7 @@ from reprospec.core.trylock import SharedHold
 from reprospec.core.units import format_size
 from reprospec.core.words import oom_killed, process_limit_reached
 from reprospec.environment import packages
-from reprospec.errors import FatalError, InfraError
+from reprospec.errors import FatalError, InfraError, UsageError
 from reprospec.perturb.apply import PerturbRefused
 from reprospec.perturb.competitors import start_load, stop_load
 from reprospec.perturb.container import for_container
@@ -62,7 +62,12 @@ from reprospec.runners.base import (
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
 from reprospec.runners.docker.cache import hold_image
-from reprospec.runners.docker.container import PATHS, attempt_argv, container_workdir
+from reprospec.runners.docker.container import (
+    PATHS,
+    attempt_argv,
+    container_workdir,
+    read_only_clash,
+)
 from reprospec.runners.docker.engine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
@@ -239,6 +244,15 @@ class DockerRunner:
         their attempts are infra-errors with the reason and the other cells run (a bisect
         skips a release that cannot be installed, never ends at it).
         """
+        folder = self.read_only
+        for plan in plans:
+            clash = None if folder is None else read_only_clash(folder, plan.workdir)
+            if clash is not None:
+                # The run's options, not a cell's matter: every attempt would fail alike.
+                raise UsageError(
+                    f"read_only {folder}: cannot be mounted read-only at its own path "
+                    f"in the container: {clash}"
+                )
         client = self.client
         for plan in plans:
             # Recorded by _image_for; run() makes each attempt of it an infra-error.

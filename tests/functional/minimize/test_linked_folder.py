@@ -58,6 +58,8 @@ def test_a_folder_linked_into_the_workdir_is_in_every_candidates_folder(tmp_path
     assert data["message_before"] == "boom", data  # its ValueError, the linked file read
     assert data["lines_after"] < data["lines_before"]
     assert "import sys" not in (tmp_path / "result" / "prog.py").read_text(encoding="utf-8")
+    # The dataset itself is the user's, untouched.
+    assert (tmp_path / "datasets" / "cfg.txt").read_text(encoding="utf-8") == "boom\n"
 
 
 MODULE = """\
@@ -100,3 +102,30 @@ def test_a_link_to_a_folder_of_the_workdir_is_the_candidates_own(tmp_path: Path)
     module = (tmp_path / "result" / "src" / "pkg" / "mod.py").read_text(encoding="utf-8")
     assert "raise ValueError" in module, module  # the bug kept, as the candidates ran it
     assert (tmp_path / "result" / "pkg").readlink() == Path("src") / "pkg"
+
+
+def test_a_workdir_docker_cannot_mount_read_only_at_its_own_path_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    # Under docker each candidate's run mounts the original workdir read-only at its own
+    # path (its folder's links name it): at /tmp, a non-root user's HOME in the container
+    # and every program's scratch, step 1 ran and then every candidate's attempt failed.
+    # Refused before anything runs, the user's mistake to mend (exit 2). No engine is asked.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: ro\nenvironment:\n  workdir: /tmp\n"
+        "command: python -c \"raise ValueError('x')\"\nexpect:\n  outcome: error\n",
+        encoding="utf-8",
+    )
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(spec), "--runner", "docker",
+        "--format", "json", "--out", str(tmp_path / "out"), "--budget", "30",
+    ]  # fmt: skip
+    code, _, stderr = json_verb(argv, timeout=120)
+    assert code == 2, stderr
+    assert stderr == (
+        "reprospec: minimize under docker: the workdir /tmp cannot be mounted read-only at its "
+        "own path in the container (/tmp is the system's own there): move the project under "
+        "another folder\n"
+    )
+    assert not (tmp_path / "out" / "runs").exists()  # nothing ran

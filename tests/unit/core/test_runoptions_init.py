@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -164,14 +165,40 @@ def test_a_bad_preload_names_the_option_the_user_gave() -> None:
         RunOptions(preload=["no-such-mod"])
 
 
-def test_a_read_only_folder_is_stored_where_set_and_read_back() -> None:
+def test_a_read_only_folder_is_stored_where_set_and_read_back(tmp_path: Path) -> None:
     """A minimize candidate's run under docker mounts the original workdir read-only
     (`read_only`): its `--resume` mounts it again. A run without one stores as before."""
-    options = RunOptions(runner="docker", read_only="/var/tmp/proj")
-    assert options.read_only == Path("/var/tmp/proj")
+    options = RunOptions(runner="docker", read_only=str(tmp_path))
+    assert options.read_only == tmp_path
     stored = options.to_dict()
-    assert stored["read_only"] == "/var/tmp/proj"
-    assert RunOptions.from_dict(stored, Path(".reprospec")).read_only == Path("/var/tmp/proj")
+    assert stored["read_only"] == str(tmp_path)
+    assert RunOptions.from_dict(stored, Path(".reprospec")).read_only == tmp_path
     assert "read_only" not in RunOptions().to_dict()
     with pytest.raises(UsageError, match="read_only takes a path, got 3"):
         RunOptions(read_only=3)  # type: ignore[arg-type]
+
+
+def test_a_read_only_folder_is_an_existing_absolute_folder_below_the_root(
+    tmp_path: Path,
+) -> None:
+    """The docker runner mounts `read_only` at its own path in every attempt's container:
+    a missing folder or `/` was one infra-error per attempt, and a relative one (`""` was
+    `.`) was read against each run's folder and stored relative, so that `--resume` from
+    elsewhere mounted another. Each is refused when the options are made, exit 2."""
+    refused: list[tuple[str | Path, str]] = [
+        ("", r"^read_only: '' is not an absolute path; give a folder's$"),
+        ("proj", r"^read_only: 'proj' is not an absolute path"),
+        (Path("proj"), r"^read_only: PosixPath\('proj'\) is not an absolute path"),
+        ("/", r"^read_only: '/' is the whole file system; give a folder below it$"),
+        (str(tmp_path / "gone"), f"^read_only: {re.escape(str(tmp_path))}/gone: no such folder"),
+    ]
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    refused.append((str(tmp_path / "file"), f"^read_only: {re.escape(str(tmp_path))}/file: not a"))
+    for value, message in refused:
+        with pytest.raises(UsageError, match=message) as caught:
+            RunOptions(read_only=value)
+        assert caught.value.exit_code == 2
+    # A stored run's folder since removed: its --resume is refused the same way.
+    stored = {**RunOptions().to_dict(), "read_only": str(tmp_path / "gone")}
+    with pytest.raises(UsageError, match="no such folder"):
+        RunOptions.from_dict(stored, Path(".reprospec"))

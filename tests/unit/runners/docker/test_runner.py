@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 
-from reprospec.errors import InfraError
+from reprospec.errors import InfraError, UsageError
 from reprospec.runners.docker import image
 from reprospec.runners.docker.container import (
     EXIT_JSON,
@@ -19,6 +19,7 @@ from reprospec.runners.docker.container import (
     IN_EXIT,
     IN_LAUNCH,
     container_workdir,
+    read_only_clash,
 )
 from reprospec.runners.docker.engine import (
     ExitRecord,
@@ -165,6 +166,39 @@ def test_a_read_only_folder_is_mounted_read_only_at_its_own_path(tmp_path: Path)
     assert [(m["Target"], m["Source"], m["ReadOnly"]) for m in added] == [
         ("/var/tmp/proj", "/var/tmp/proj", True)
     ]
+
+
+def test_a_read_only_folder_that_would_hide_the_containers_own_is_refused() -> None:
+    # Mounted at its own path, it escapes container_workdir's rule: /tmp (a non-root user's
+    # HOME there), /root and /var hid the image's own, read-only; /work was docker's
+    # "Duplicate mount point" where the attempt's own workdir (under /var) is /work too,
+    # and /work/proj a folder mounted into it, made empty and root's in the host's folder.
+    candidate, under_var = Path("/tmp/out/minimize/x"), Path("/var/tmp/out/minimize/x")
+    for folder in ("/", "/tmp", "/root", "/var", "/usr", "/opt"):
+        assert read_only_clash(Path(folder), candidate) == f"{folder} is the system's own there"
+    assert (
+        read_only_clash(Path("/proc/1"), candidate) == "/proc/1 is below /proc, the container's own"
+    )
+    assert read_only_clash(Path("/reprospec/x"), candidate) is not None  # the runner's mounts
+    for folder in ("/work", "/work/proj"):
+        clash = read_only_clash(Path(folder), under_var)
+        assert clash is not None
+        assert clash.startswith(f"{folder} is at or below /work"), clash
+        # Where the attempt's own workdir is its own path, /work is a folder as any other.
+        assert read_only_clash(Path(folder), candidate) is None
+    # Below a system root (not the root itself), where nothing of the image is: mounted.
+    for folder in ("/var/tmp/proj", "/root/proj", "/tmp/proj", "/home/me/proj"):
+        assert read_only_clash(Path(folder), under_var) is None, folder
+
+
+def test_the_runner_refuses_a_clashing_read_only_folder_before_any_attempt(
+    tmp_path: Path,
+) -> None:
+    # RunOptions.read_only from the Python API: refused at prepare, before the image is
+    # looked for, the run's usage error (exit 2), where each attempt was an infra-error.
+    docker = DockerRunner(read_only=Path("/tmp"))
+    with pytest.raises(UsageError, match=r"^read_only /tmp: cannot be mounted read-only at its"):
+        docker.prepare([make_plan(["python3", "-c", "pass"], tmp_path)])
 
 
 def test_an_image_without_python3_is_told_from_other_start_failures() -> None:
