@@ -417,7 +417,8 @@ def _wheels(run: RunResult) -> str:
 
 def machine_note(run: RunResult) -> str:
     """What the report says under How to reproduce of a run made with `--python PATH` or
-    `--find-links DIR`: paths of this machine, which another machine gives its own of."""
+    `--find-links DIR`: paths of this machine, which another machine gives its own of; and
+    of a minimize candidate's run, the workdir its attempts read its links through."""
     notes = []
     # A --set's secret, read back as `${{ env.NAME }}` (redact.Redactor.command_line): in
     # the command shown, which a run made from Python (no command line) is given too.
@@ -462,6 +463,22 @@ def machine_note(run: RunResult) -> str:
         notes.append(
             f"`--find-links {wheels}`: the folder of wheels this run's {run.runner} "
             f"environments installed from, {source}; on another machine give its own"
+        )
+    read_only = run.options.get("read_only")
+    if isinstance(read_only, str) and read_only:
+        # A minimize candidate's run (RunOptions.read_only, no flag of `run`): its folder's
+        # links name the workdir's files, and a rerun gave no sign why they dangled in its
+        # container, or why the program's write through one was refused (EROFS).
+        said = (
+            "mounted read-only at its own path in each container (a write to its files was "
+            "refused); `reprospec run` has no option for it, and a rerun under docker sees "
+            "the links of the candidate's folder to its files dangle"
+            if run.runner == "docker"
+            else "as it is on this host (a write through the links reached its files)"
+        )
+        notes.append(
+            f"`{read_only}`: the workdir whose files this minimize candidate's folder links, "
+            f"which its attempts read {said}"
         )
     return "; ".join(notes)
 

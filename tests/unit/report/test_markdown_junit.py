@@ -1497,3 +1497,21 @@ def test_a_large_interrupted_runs_grouped_table_leaves_its_cells_room_at_80_colu
     stream = io.StringIO()
     make_console(stream).print(results_table(run, 160))
     assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
+
+
+def test_a_minimize_candidates_run_says_its_workdir_was_read_only(tmp_path: Path) -> None:
+    # A minimize candidate's run under docker mounts the original workdir read-only at its
+    # own path (RunOptions.read_only, no flag of `run`): its How to reproduce gave no sign
+    # of it, and a rerun saw the candidate's links dangle in its container.
+    options = RunOptions(runner="docker", read_only=tmp_path).to_dict()
+    run = replace(error_run(), runner="docker", command_line="", options=options)
+    reproduce = render(run, "md").split("## How to reproduce")[1]
+    assert (
+        f"`{tmp_path}`: the workdir whose files this minimize candidate's folder links, which "
+        "its attempts read mounted read-only at its own path in each container" in reproduce
+    )
+    assert f"<code>{tmp_path}</code>: the workdir whose files" in render(run, "html")
+    local = replace(run, runner="local", options={**options, "runner": "local"})
+    assert "a write through the links reached its files" in render(local, "md")
+    # A run without one says nothing of it.
+    assert "minimize candidate" not in render(error_run(), "md")
