@@ -30,7 +30,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.pysource import UNREADABLE
-from reprospec.minimize.program import Program, left_out
+from reprospec.minimize.program import Program, left_out, link_inside
 from reprospec.plan.workfiles import file_in, script_files
 
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
@@ -132,11 +132,12 @@ def _link_inner(workdir: Path, out: Path, written: set[str], skip: set[Path]) ->
         for name in (*names, *dirs):
             link = here / name
             rel = link.relative_to(workdir)
-            if not link.is_symlink() or ((out / rel).is_dir() and not (out / rel).is_symlink()):
+            found = link_inside(link, root, rel.parent)
+            if found is None or ((out / rel).is_dir() and not (out / rel).is_symlink()):
                 continue  # a folder DIR holds as a copy (named) stays one
-            real = link.resolve()
-            if real.is_relative_to(root) and any(m == real or m.is_relative_to(real) for m in mine):
-                text = os.path.relpath(real.relative_to(root), rel.parent)
+            inside, text = found
+            real = root / inside
+            if any(m == real or m.is_relative_to(real) for m in mine):
                 _fresh(out / rel).symlink_to(text)
 
 

@@ -27,7 +27,7 @@ from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind, failed_otherwise, otherwise
 from reprospec.isolation.state import StateFile, StoredProbe
 from reprospec.minimize.hangplace import attempt_place, ran_source
-from reprospec.minimize.program import Program, join_words, left_out
+from reprospec.minimize.program import Program, join_words, left_out, link_inside
 from reprospec.minimize.search import (
     Probe,
 )
@@ -548,17 +548,14 @@ def _mirrored(path: Path, rel: Path, real: Path, skip: set[Path]) -> Path | str:
     relative: `Program` keeps a module by its real path (src/pkg/mod.py), and a link to the
     original's `pkg` had every candidate's `import pkg` load the original's module, never
     the candidate's (status budget, the module minimized to nothing of the bug)."""
-    if not path.is_symlink():
-        return path
-    resolved = path.resolve()
-    try:
-        inside = resolved.relative_to(real)
-    except ValueError:
-        return path  # outside the workdir: the original's, read there
+    found = link_inside(path, real, rel)
+    if found is None:
+        return path  # no link, or one out of the workdir: the original's, read there
+    inside, text = found
     folders = [real / Path(*inside.parts[:n]) for n in range(1, len(inside.parts) + 1)]
     if any(f in skip or (f.is_dir() and left_out(f)) for f in folders):
         return path  # left out of every candidate's folder: the original's
-    return os.path.relpath(inside, rel)
+    return text
 
 
 def only_cell(cell: Cell) -> tuple[str, ...]:

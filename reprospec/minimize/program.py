@@ -18,6 +18,7 @@ import ast
 import functools
 import hashlib
 import json
+import os
 import re
 import shlex
 import warnings
@@ -50,6 +51,24 @@ def left_out(folder: Path) -> bool:
     return folder.name in SKIPPED or (
         (folder / STORE_DB).is_file() and RunFolder.runs_under(folder).is_dir()
     )
+
+
+def link_inside(link: Path, root: Path, folder: Path) -> tuple[Path, str] | None:
+    """Where the symlink `link`, in the workdir's folder `folder` (relative to the
+    workdir), points inside the workdir, whose real path is `root`: (its target relative
+    to `root`, the link's text that points a copy of the workdir's layout at its own copy
+    of that target); None for no link or one out of the workdir. The one rule of a
+    candidate's folder (probes._mirrored) and DIR (named._link_inner), which differ only in
+    the links they give it: a candidate's folder mirrors the whole workdir, so every target
+    it holds; DIR holds the minimized files alone, so only a link to one of them (or to a
+    folder above one) is DIR's own, the others the user's as they were."""
+    if not link.is_symlink():
+        return None
+    try:
+        inside = link.resolve().relative_to(root)
+    except ValueError:
+        return None
+    return inside, os.path.relpath(inside, folder)
 
 
 @frozen
