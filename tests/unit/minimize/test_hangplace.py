@@ -755,7 +755,9 @@ def test_the_search_rejects_a_c_candidate_whose_hang_moved_from_a_mutex_to_a_sle
         def answered(probe: Probe, text: str) -> Answer:
             if probe.role == "passing":
                 return ("pass",), ("",)
-            return ("match",) * max(1, probe.attempts), (places[text],) * max(1, probe.attempts)
+            match: AttemptKind = "match"
+            kinds = (match,) * max(1, probe.attempts)
+            return kinds, (places[text],) * max(1, probe.attempts)
 
         return answered
 
