@@ -231,7 +231,10 @@ def run_phases(work: Workload) -> None:
         events.emit("done")
     except BaseException as error:
         dead = _report_workers(work, iterator, position, error)
-        if fetching and dead and isinstance(error, BROKEN_PIPE_ERRORS):
+        # Not an error torch re-raised from a worker ("Caught ConnectionRefusedError in
+        # DataLoader worker process 0"): that is the user's dataset's own, whatever died.
+        reissued = _REISSUED in str(error)
+        if fetching and dead and isinstance(error, BROKEN_PIPE_ERRORS) and not reissued:
             raise _worker_died(dead) from error
         raise
 
@@ -307,12 +310,13 @@ def _worker_died(dead: Sequence[WorkerExit]) -> RuntimeError:
 
     A worker that dies just after sending a batch races the main process's read of it:
     torch checks its workers when the read fails, and where the dying worker is not yet
-    reapable it re-raises the read's ConnectionResetError or EOFError instead (2 runs in
-    150 of the `exit` fault in a worker). The harness has waited for the worker to be
-    reapable: it completes torch's check, so a worker's exit is the same RuntimeError every
-    time (spec-format.md's `exit` fault), raised from the read's error, which stays in the
-    chain. So for a signal's death too, as torch's check words both: its crash is read from
-    the `worker_exit` event, and its exception no longer varies from run to run.
+    reapable it re-raises the read's ConnectionResetError or EOFError instead (3 runs in
+    150, about 1 in 50, of the `exit` fault in a worker). The harness has waited for the
+    worker to be reapable: it completes torch's check, so a worker's exit is the same
+    RuntimeError every time (spec-format.md's `exit` fault), raised from the read's error,
+    which stays in the chain. So for a signal's death too, as torch's check words both: its
+    crash is read from the `worker_exit` event, and its exception no longer varies from run
+    to run.
     """
     pids = ", ".join(str(record["pid"]) for record in dead)
     return RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")

@@ -66,6 +66,6 @@ class DyingSender(Dataset[tuple[torch.Tensor, int]]):
 
 
 def make(
-    code: int = 3, signal: str | None = None, linger: float = 2.0, size: int = 32
+    code: int = 3, signal: str | None = None, linger: float = 5.0, size: int = 32
 ) -> DyingSender:
     return DyingSender(code, signal, linger, size)

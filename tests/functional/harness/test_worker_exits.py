@@ -79,7 +79,7 @@ def test_a_worker_that_dies_while_its_batch_is_read_is_torchs_runtime_error(
     cli: Cli, tmp_path: Path, params: str, expect: str, died: str
 ) -> None:
     """The race of a worker's death, forced: worker 0 breaks the main process's read of
-    the batch it sent (the read ends in EOFError) and dies two seconds later, so torch's
+    the batch it sent (the read ends in EOFError) and dies five seconds later, so torch's
     own check, at the read's failure, finds it alive and re-raises the EOFError. A spec of
     the `exit` fault expecting RuntimeError read not-reproduced so, 1 run in 50
     (`exception: expected RuntimeError, got EOFError`). The harness, which waits for the
@@ -102,3 +102,39 @@ def test_a_worker_that_dies_while_its_batch_is_read_is_torchs_runtime_error(
     assert words is not None, chain
     # The pid torch's words name is the dead worker's.
     assert f"DataLoader worker 0 (pid {words[1]}) {died}" in outcome["detail"], outcome
+
+
+REFUSING = f"""\
+reprospec: 1
+name: worker-refused
+environment: {{device: cpu, workdir: {DATASETS}}}
+workload:
+  model: {{builtin: mlp, params: {{hidden: 8}}}}
+  data:
+    dataset: {{entrypoint: 'refusing:make', shape: [4], classes: 2}}
+    loader: {{batch_size: 4, num_workers: 2}}
+  phases: [{{name: train, steps: 3}}]
+run: {{timeout: 60s, preload: [torch]}}
+expect: {{outcome: error, exception: ConnectionRefusedError}}
+"""
+
+
+def test_a_workers_own_connection_error_is_not_taken_for_a_dead_workers_read(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The rewrite above is for the read of a dead worker's batch alone: a dataset's own
+    ConnectionRefusedError, which torch re-raises from worker 0 ("Caught ... in DataLoader
+    worker process 0") while worker 1 lies dead (exit 0), was made torch's RuntimeError
+    naming worker 1: the headline and signature blamed the dead worker for the live one's
+    error. It is the dataset's error, as torch raised it."""
+    spec = tmp_path / "refused.yaml"
+    spec.write_text(REFUSING)
+    result = cli("run", str(spec))
+    (cell,) = result.results()["cells"]
+    outcome = cell["attempts"][0]["outcome"]
+    assert result.code == 0, (cell["verdict"], outcome, result.stderr[-2000:])
+    assert (outcome["kind"], outcome["where"]) == ("error", "worker"), outcome
+    assert outcome["exception"] == "ConnectionRefusedError", outcome
+    assert outcome["signature"].startswith("error:ConnectionRefusedError:worker"), outcome
+    chain = [link["type"] for link in outcome.get("chain", [])]
+    assert "RuntimeError" not in chain, chain
