@@ -152,23 +152,47 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     cargo's or a C parent's `waitpid` are alike, beside threads of their own that idle on a
     lock. Its main thread says it is a launcher, not any thread: a program whose helper
     thread reaps a child while main deadlocks was passed over whole, and its hang placed in
-    the idle child's sleep. None where only launchers name one: the child that hangs was not
-    read, and its launcher's wait is no place of the hang."""
+    the idle child's sleep. A thread that reaps a child is never ranked (a bare `wait4`
+    ranked as one that runs, before a main thread asleep: a supervisor's hang was placed in
+    its reaper's wait); and a process that reaps a child in one thread while its best other
+    one only idles in the C runtime (a sleep, a timed wait, a poll: a supervisor's main
+    loop, `cargo build`'s in `pthread_cond_timedwait`) is a launcher too, its place taken
+    only where no other process names one. One on a lock or in a join (reap.c's main) or
+    running its own code hangs there. None where only launchers whose main thread waits
+    name one: the child that hangs was not read, and its launcher's wait is no place of it."""
     from reprospec.native.stacks import hung_thread_order
 
+    idling: str | None = None
     for process in stacks.processes:
         if process.source != "attach" or not process.threads:
             continue
-        threads = process.threads
         if _child_wait(_main_thread(process)) is not None:
             continue
+        threads = [t for t in process.threads if _child_wait(t) is None]
         order = hung_thread_order(
             [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
         )
-        place = _named_place(threads[order[0]].frames, named_caller=True)
-        if place is not None:
-            return place
-    return None
+        best = threads[order[0]]
+        place = _named_place(best.frames, named_caller=True)
+        if place is None:
+            continue
+        if len(threads) < len(process.threads) and _idles(best):
+            idling = idling or place
+            continue
+        return place
+    return idling
+
+
+def _idles(thread: Thread) -> bool:
+    """Whether a hung thread only idles: it waits for no other thread (`waits_for_a_thread`)
+    and its innermost frame is the C runtime's (a sleep, a timed wait, a poll), not code
+    that runs."""
+    from reprospec.native.stacks import waits_for_a_thread
+
+    named = [f for f in thread.frames if f.function or f.library]
+    if not named or waits_for_a_thread([f.symbol for f in thread.frames]):
+        return False
+    return _is_runtime(named[0])
 
 
 def _named_place(frames: Sequence[Frame], *, named_caller: bool = False) -> str | None:
@@ -204,14 +228,19 @@ def _runtime_library(lib: str | None) -> bool:
 
 def runs_own_code(place: str) -> bool:
     """Whether a hang's native place (`hung_frame`'s) has its innermost frame in the
-    program's own code (`alpha@busy`: a busy thread, caught wherever it runs, in alpha() at
-    one look and beta() at the next), not in the C runtime (`lll_lock_wait@libc<-stuck@reap`,
-    `clock_nanosleep@libc`: where it waits). A place names a caller only after a runtime
-    frame (`_named_place`), so one that names a caller is the runtime's."""
+    program's own executable (`alpha@busy`: a busy thread, caught wherever it runs, in
+    alpha() at one look and beta() at the next), not in the C runtime (`lll_lock_wait@libc
+    <-stuck@reap`, `clock_nanosleep@libc`: where it waits) nor in a shared library, whose
+    own waits (libgomp's barrier, `gomp_barrier_wait_end@libgomp`, spins on a futex inline)
+    read as running. A shared library is told by its name (`libgomp`: the linker's `lib`
+    prefix, the place keeps no file name): a program's own `libwork.so` busy in it is
+    compared whole, a move where it was caught elsewhere, as a wait is. A place names a
+    caller only after a runtime frame (`_named_place`), so one that names a caller is the
+    runtime's."""
     if "<-" in place:
         return False
     _, at, lib = place.rpartition("@")
-    return bool(at) and not _runtime_library(lib)
+    return bool(at) and not lib.startswith("lib") and not _runtime_library(lib)
 
 
 def _signature_part(frame: Frame) -> str:

@@ -160,6 +160,14 @@ def _waits_in(functions: Sequence[str]) -> str:
     return ""
 
 
+def waits_for_a_thread(functions: Sequence[str]) -> bool:
+    """Whether a hung thread (its functions innermost first) waits for another thread: on a
+    lock, a condition, an untimed semaphore, or in a join. Where a launcher's threads hang,
+    such a wait is a hang of its own; a sleep or a timed wait only idles (render's
+    `hung_frame`)."""
+    return _waits_in(functions) in ("lock", "join")
+
+
 def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int]:
     """The threads of a hung process (each: whether it is the main thread, its functions
     innermost first), as indexes, most surely where the hang sits first, by outcome's

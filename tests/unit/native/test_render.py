@@ -301,6 +301,47 @@ def test_a_program_whose_helper_thread_reaps_a_child_is_placed_in_its_own_deadlo
     assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@reap"
 
 
+def test_a_thread_that_reaps_a_child_is_no_place_and_a_launcher_that_idles_is_passed_over() -> None:
+    # A supervisor: main sleeps in a loop, a helper reaps ./nap in waitpid. The reaper's
+    # bare wait4 ranked as one that runs, before main's sleep: `wait4@libc<-reaper@sup`.
+    sup = _launched(
+        "./sup",
+        50,
+        ("clock_nanosleep@libc.so.6", "__nanosleep@libc.so.6", "sleep@libc.so.6", "main@sup"),
+        ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "reaper@sup"),
+    )
+    assert hung_frame(NativeStacks(processes=(sup, _NAP))) == "clock_nanosleep@libc<-main@nap"
+    # `cargo build`: main in a timed wait, a worker thread in Child::wait (a timed wait tied
+    # the reaper, and the non-main one came first).
+    cargo = _launched(
+        "cargo build",
+        10,
+        (
+            "futex_wait@libc.so.6",
+            "__pthread_cond_wait_common@libc.so.6",
+            "pthread_cond_timedwait@libc.so.6",
+            "std::sync::mpsc::Receiver::recv_timeout@cargo",
+            "main@cargo",
+        ),
+        ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "std::process::Child::wait@cargo"),
+    )
+    assert hung_frame(NativeStacks(processes=(cargo, _NAP))) == "clock_nanosleep@libc<-main@nap"
+    # Only the idling launcher read: its own place, never its reaper's wait.
+    assert hung_frame(NativeStacks(processes=(sup,))) == "clock_nanosleep@libc<-main@sup"
+    # reap.c's main on its own mutex beside its reaper is no launcher idling: its place.
+    reap = _launched(
+        "./reap",
+        50,
+        ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@reap", "main@reap"),
+        ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "reaper@reap"),
+    )
+    assert hung_frame(NativeStacks(processes=(reap, _NAP))) == "lll_lock_wait@libc<-stuck@reap"
+    # Nor is one whose main runs its own code (a busy loop) beside its reaper.
+    reaper = ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "reaper@busy")
+    busy = _launched("./busy", 50, ("alpha@busy", "main@busy"), reaper)
+    assert hung_frame(NativeStacks(processes=(busy, _NAP))) == "alpha@busy"
+
+
 def test_a_process_whose_stacks_name_no_frame_passes_the_place_to_the_next() -> None:
     # The first process read returned its thread's None though the next one named its place.
     unnamed = ProcessStacks(5, "attach", threads=(Thread("1", 5, None, ()),))
@@ -327,3 +368,6 @@ def test_a_native_place_runs_the_programs_code_where_its_innermost_frame_is_the_
     assert not runs_own_code("clock_nanosleep@libc")  # a stripped program's, no caller named
     assert not runs_own_code("_PyEval_EvalFrameDefault@libpython3.11")  # the interpreter's
     assert not runs_own_code("stuck")  # no library: unknown, compared whole
+    # A shared library's own wait, spun inline (libgomp's barrier), is not the program's.
+    assert not runs_own_code("gomp_barrier_wait_end@libgomp")
+    assert not runs_own_code("do_wait@libgomp")
