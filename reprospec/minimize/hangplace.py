@@ -203,12 +203,16 @@ def moved(places: Iterable[str], original: Iterable[str]) -> tuple[str, ...]:
 
 
 def _native_sits(place: str, original: str) -> bool:
-    """Whether a native place sits as an original's: the same, or both caught running the
-    program's own code (`alpha@busy`, `beta@busy`: one busy loop, sampled where it ran)."""
+    """Whether a native place sits as an original's: the same, or both caught running one
+    executable's own code (`alpha@busy`, `beta@busy`: one busy loop, sampled where it ran).
+    A wait in a library (`gomp_barrier_wait_end@libgomp`, a deadlock at an OpenMP barrier)
+    is not a busy loop (`compute@prog`), either way."""
     if place == original:
         return True
+    ours, theirs = place.removeprefix(NATIVE), original.removeprefix(NATIVE)
     running = native.runs_own_code
-    return running(place.removeprefix(NATIVE)) and running(original.removeprefix(NATIVE))
+    same_program = ours.rpartition("@")[2] == theirs.rpartition("@")[2]
+    return same_program and running(ours) and running(theirs)
 
 
 # The hangs (matched attempts, their place read or not) that reject a hang seen elsewhere:

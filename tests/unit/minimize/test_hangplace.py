@@ -734,6 +734,13 @@ def test_a_native_place_is_compared_whole_and_a_busy_one_sits_wherever_it_runs()
     # one busy loop, not another hang.
     assert moved([_BETA, _BETA], [_ALPHA]) == ()
     assert moved([_MUTEX], [_ALPHA]) == (_MUTEX,)  # a wait the running original never had
+    # libgomp's barrier spins on its futex inline: a deadlock there is no busy loop of the
+    # program's (`compute@prog`), either way; nor is another executable's loop this one's.
+    gomp = NATIVE + "gomp_barrier_wait_end@libgomp"
+    assert moved([gomp], [_ALPHA]) == (gomp,)
+    assert moved([_ALPHA], [gomp]) == (_ALPHA,)
+    assert moved([NATIVE + "do_wait@libgomp"], [gomp]) == (NATIVE + "do_wait@libgomp",)
+    assert moved([NATIVE + "alpha@other"], [_BETA]) == (NATIVE + "alpha@other",)
     # Whole: a C++ name's `, ` is no second thread (`_entries` splits a Python place there).
     held = NATIVE + "lll_lock_wait@libc<-Cache<int, int>::get@prog"
     other = NATIVE + "lll_lock_wait@libc<-Cache<long, int>::get@prog"
