@@ -448,8 +448,8 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     if found is not None:
         where = found.describe(lambda frame: inline_code(short(frame)))
     elif attempt.ran is not None and attempt.ran.hung_native is not None:
-        # A C program's hang has no Python stack: its native place, which counts it apart
-        # (`group_key`), says which line is which; two read `hang` (3 attempts) alike.
+        # A C program's hang has no Python stack: its native place, where the first attempt
+        # sat at one live sample (no grouping key: group_key leaves it out), says where.
         where = f"in {inline_code(attempt.ran.hung_native)}"
     else:
         return ""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprospec import native
 from tests.support.cli import json_verb
 
 PROGRAM = """\
@@ -243,6 +244,7 @@ expect:
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) to build the program")
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
 def test_a_c_programs_hang_that_moved_from_a_mutex_to_a_sleep_is_rejected(tmp_path: Path) -> None:
     # The C program's stack.txt is empty: its place was unread, no difference, and the
     # candidate without `args.append("mutex")` (asleep in nap(), not on the mutex) was
