@@ -335,7 +335,7 @@ class RunOptions:
                 raise UsageError("out takes a path, got None")
             object.__setattr__(self, name, value)
         if self.read_only is not None:
-            _check_read_only(self.read_only, given_read_only)
+            object.__setattr__(self, "read_only", _check_read_only(self.read_only, given_read_only))
         # And `python=Path(...)`: the runners take the interpreter as a str, a str as given
         # (`./py` is no name to look up on PATH, which Path("./py"), `py`, would be).
         if isinstance(self.python, PathLike):
@@ -463,7 +463,7 @@ class RunOptions:
         find_links = data.get("find_links")
         timeout = data.get("timeout")
         runner = str(data.get("runner") or "local")
-        return cls(
+        options = cls(
             runner=runner,
             jobs=_int_or_none(data.get("jobs")),
             repeat=_int_or_none(data.get("repeat")),
@@ -485,11 +485,12 @@ class RunOptions:
             if data.get("preload") is not None
             else None,
             first_attempt=_int_or_none(data.get("first_attempt")) or 1,
-            read_only=Path(str(data["read_only"])) if data.get("read_only") else None,
             # Kept by the store (`stored`), not by results.json's options.
             command_line=str(data.get("command_line") or ""),
             probe=str(data.get("probe") or ""),
         )
+        folder = data.get("read_only")
+        return _with_read_only(options, folder_as_mounted(Path(str(folder))) if folder else None)
 
     def with_changes(self, **changes: object) -> RunOptions:
         """A copy with some options changed (`dataclasses.replace`, typed for callers); a
@@ -499,7 +500,11 @@ class RunOptions:
         if unknown:
             known = ", ".join(f.name for f in fields(self))
             raise UsageError(f"RunOptions has no option {', '.join(unknown)} (it has {known})")
-        return replace(self, **changes)  # type: ignore[arg-type]
+        if "read_only" in changes:
+            return replace(self, **changes)  # type: ignore[arg-type]
+        # A folder these options hold already is not checked again (`_with_read_only`).
+        changed = replace(self, read_only=None, **changes)  # type: ignore[arg-type]
+        return _with_read_only(changed, self.read_only)
 
 
 def _int_or_none(value: object) -> int | None:
@@ -579,19 +584,44 @@ def optional_path(name: str, value: object) -> Path | None:
     raise UsageError(f"{name} takes a path, got {value!r}")
 
 
-def _check_read_only(path: Path, given: object) -> None:
+def _check_read_only(path: Path, given: object) -> Path:
     """`read_only` is a folder the docker runner mounts at its own path in every attempt's
     container: anything else failed there, one infra-error per attempt (a missing folder,
     `/`, which the engine refuses), and a relative path, read against the folder each
     run started in, was stored relative, so that `--resume` from another folder mounted
-    another (`""` was `.` too). Refused when the options are made: exit 2."""
+    another (`""` was `.` too). Refused when a caller makes the options: exit 2. Returned
+    normalised (`os.path.normpath`: `a/..` and `//` folded, links kept, as the mount and
+    the links that name it need): compared as text, `/tmp/rvwd/a/../../../tmp` was no
+    `/tmp` to the docker runner's `read_only_clash`, which mounted the host's /tmp."""
     if not path.is_absolute():  # Path("") is ".": relative too
         raise UsageError(f"read_only: {given!r} is not an absolute path; give a folder's")
+    path = folder_as_mounted(path)
     if path == Path("/"):
         raise UsageError("read_only: '/' is the whole file system; give a folder below it")
     if not path.is_dir():
         what = "not a folder" if path.exists() else "no such folder"
         raise UsageError(f"read_only: {path}: {what}; give an existing folder")
+    return path
+
+
+def folder_as_mounted(path: Path) -> Path:
+    """`path` absolute with `a/..`, `.` and repeated slashes folded (`os.path.normpath`;
+    POSIX leaves a leading `//` to the system, one `/` on Linux), links kept: the text a
+    read-only folder is compared (`read_only_clash`), stored and mounted by, as the links
+    into it name it."""
+    text = os.path.normpath(path.absolute())
+    return Path("/" + text.lstrip("/"))
+
+
+def _with_read_only(options: RunOptions, folder: Path | None) -> RunOptions:
+    """`options` holding `folder` as its `read_only`, unchecked: a stored run's folder
+    (`from_dict`) or one the options held already (`with_changes`) was checked when a
+    caller gave it, and may since be gone; `bundle`, which only reads the stored run,
+    and a local run's `--resume` (its attempts never read it) were refused 'no such
+    folder; give an existing folder', a folder the user never gave. A docker run's
+    `--resume`, whose containers mount it, refuses on its own terms (pipeline/resume)."""
+    object.__setattr__(options, "read_only", folder)
+    return options
 
 
 def run_options(name: str, value: object) -> RunOptions:

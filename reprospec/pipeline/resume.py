@@ -154,6 +154,7 @@ def load(
             "leave the spec out to resume it"
         )
     options = RunOptions.from_dict(info.options, out)
+    gone_read_only(run_id, options)
     if any(MASK in override for override in options.overrides):
         # The store keeps what every output keeps: a secret given with --set is masked
         # there, and resuming with `***` in its place would run something else.
@@ -173,6 +174,20 @@ def load(
         )
     refuse_other_variables(run_id, info.environment, spec, out)
     return spec, options, done
+
+
+def gone_read_only(run_id: str, options: RunOptions) -> None:
+    """Refuse (exit 2) resuming a docker run whose `read_only` folder (a minimize
+    candidate's: the workdir its links name) is gone: each container mounts it, and every
+    attempt would be an infra-error. A local or venv run's attempts never read it as a
+    folder of their own (they follow the links or not): its resume goes on, as `bundle`
+    of it does."""
+    folder = options.read_only
+    if options.runner == "docker" and folder is not None and not folder.is_dir():
+        raise UsageError(
+            f"{resuming(run_id)}: its read_only {folder} (the workdir minimize mounted "
+            "read-only) is gone; put it back or start a new run"
+        )
 
 
 def refuse_other_variables(

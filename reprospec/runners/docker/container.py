@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.runoptions import folder_as_mounted
 from reprospec.core.sections import Environment
 from reprospec.process.childprotocol import CELL_JSON, ChildPaths
 
@@ -73,7 +74,8 @@ def read_only_clash(folder: Path, workdir: Path) -> str | None:
     workdir is `/work` too, was docker's 'Duplicate mount point' or a folder mounted into
     the workdir (docker made it, empty and root's, in the host's folder): one infra-error,
     or a broken attempt, each time. The caller refuses the run before any attempt."""
-    text = folder.absolute().as_posix()
+    # Normalised first: `/tmp/rvwd/a/../../../tmp` passed as text and mounted the host's /tmp.
+    text = folder_as_mounted(folder).as_posix()
     if text in ("/", "/tmp") or text in _SYSTEM_ROOTS:
         return f"{text} is the system's own there"
     if any(text.startswith(root + "/") for root in _NOT_BELOW):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.frozen import frozen
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.runoptions import folder_as_mounted
 from reprospec.core.signals import STACK_DUMP_SIGNAL
 from reprospec.core.words import NOT_PYTHON, stack_header, stacks_omitted
 from reprospec.errors import InfraError
@@ -289,7 +290,7 @@ def container_config(
         # At its own path, links kept, as the candidate's links name it; the engine mounts
         # a folder below another's after it (by depth), so a candidate's folder inside the
         # original workdir is still its own, writable.
-        there = read_only.absolute().as_posix()
+        there = folder_as_mounted(read_only).as_posix()
         mounts.append(Mount(there, there, type="bind", read_only=True))
     # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
     # image's, so the image's entries are kept after ours. All but the image's own copy of

@@ -129,3 +129,17 @@ def test_a_workdir_docker_cannot_mount_read_only_at_its_own_path_is_refused_firs
         "another folder\n"
     )
     assert not (tmp_path / "out" / "runs").exists()  # nothing ran
+    # Compared folded: `../../../tmp` from a spec's folder passed as text, and 12
+    # candidates' runs mounted the host's /tmp read-only over the container's.
+    nested = tmp_path / "a"
+    nested.mkdir()
+    up = "../" * len(nested.parts[1:])
+    (nested / "spec.yaml").write_text(
+        spec.read_text(encoding="utf-8").replace("workdir: /tmp", f"workdir: {up}tmp"),
+        encoding="utf-8",
+    )
+    argv[argv.index(str(spec))] = str(nested / "spec.yaml")
+    code, _, stderr = json_verb(argv, timeout=120)
+    assert code == 2, stderr
+    assert "cannot be mounted read-only at its own path in the container (/tmp is the " in (stderr)
+    assert not (tmp_path / "out" / "runs").exists()

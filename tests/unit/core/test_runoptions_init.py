@@ -198,7 +198,25 @@ def test_a_read_only_folder_is_an_existing_absolute_folder_below_the_root(
         with pytest.raises(UsageError, match=message) as caught:
             RunOptions(read_only=value)
         assert caught.value.exit_code == 2
-    # A stored run's folder since removed: its --resume is refused the same way.
-    stored = {**RunOptions().to_dict(), "read_only": str(tmp_path / "gone")}
+    # Folded before it is checked (links kept): `..` passed as text and mounted /tmp.
+    (tmp_path / "a").mkdir()
+    for value, folded in ((f"{tmp_path}/a/..", tmp_path), (f"//{tmp_path}//a/", tmp_path / "a")):
+        assert RunOptions(read_only=value).read_only == folded
+    with pytest.raises(UsageError, match=r"^read_only: '/' is the whole file system"):
+        RunOptions(read_only="//")
+    with pytest.raises(UsageError, match=r"^read_only: '/' is the whole file system"):
+        RunOptions(read_only=f"{tmp_path}/a/../../../../../../../../../../..")
+
+
+def test_a_stored_read_only_folder_since_gone_is_read_back_unchecked(tmp_path: Path) -> None:
+    """A stored run's folder checked when it was given and since moved: `bundle` (which only
+    reads the run) and a local run's `--resume` were refused 'no such folder; give an
+    existing folder', a folder the user never gave. Read back as stored (folded), kept by
+    with_changes; a folder a caller gives there is checked."""
+    stored = {**RunOptions().to_dict(), "read_only": f"{tmp_path}/gone/../gone"}
+    options = RunOptions.from_dict(stored, Path(".reprospec"))
+    assert options.read_only == tmp_path / "gone"
+    assert options.with_changes(jobs=2).read_only == tmp_path / "gone"
     with pytest.raises(UsageError, match="no such folder"):
-        RunOptions.from_dict(stored, Path(".reprospec"))
+        options.with_changes(read_only=tmp_path / "gone")
+    assert options.with_changes(read_only=None).read_only is None

@@ -11,7 +11,7 @@ from reprospec.cli import build_parser
 from reprospec.commands.run import _given_kept
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
-from reprospec.pipeline.resume import KEPT, refuse_changes
+from reprospec.pipeline.resume import KEPT, gone_read_only, refuse_changes
 
 
 def test_every_option_that_changes_what_runs_is_seen_given(tmp_path: Path) -> None:
@@ -235,3 +235,24 @@ def test_resume_of_a_search_folder_names_the_command_that_resumes_it(
     assert "the same `reprospec amplify` command resumes, or prints again" in err
     assert "no such run" not in err
     assert "no results store" not in err
+
+
+def test_a_docker_runs_gone_read_only_folder_is_refused_on_resumes_terms(tmp_path: Path) -> None:
+    """Its containers mount it: every attempt would be an infra-error. A local run's never
+    reads it (its functional test resumes one); neither is told to give a folder it never gave."""
+    gone = str(tmp_path / "gone")
+    for runner, refused in (("docker", True), ("local", False), ("venv", False)):
+        stored = {**RunOptions(runner=runner).to_dict(), "read_only": gone}
+        options = RunOptions.from_dict(stored, tmp_path / "out")
+        if not refused:
+            gone_read_only("R1", options)
+            continue
+        with pytest.raises(UsageError) as caught:
+            gone_read_only("R1", options)
+        assert str(caught.value) == (
+            f"--resume R1: its read_only {gone} (the workdir minimize mounted read-only) "
+            "is gone; put it back or start a new run"
+        )
+        assert caught.value.exit_code == 2
+    (tmp_path / "gone").mkdir()
+    gone_read_only("R1", RunOptions.from_dict(stored, tmp_path / "out"))

@@ -176,6 +176,15 @@ def test_a_read_only_folder_that_would_hide_the_containers_own_is_refused() -> N
     candidate, under_var = Path("/tmp/out/minimize/x"), Path("/var/tmp/out/minimize/x")
     for folder in ("/", "/tmp", "/root", "/var", "/usr", "/opt"):
         assert read_only_clash(Path(folder), candidate) == f"{folder} is the system's own there"
+    # Compared folded (links kept): `..` and `//` passed as text, and mounted the host's /tmp.
+    for given, folder in (
+        ("/tmp/a/..", "/tmp"),
+        ("//", "/"),
+        ("//tmp", "/tmp"),
+        ("/x/../var", "/var"),
+    ):
+        assert read_only_clash(Path(given), candidate) == f"{folder} is the system's own there"
+    assert read_only_clash(Path("/tmp/rvwd/a/../../../tmp"), candidate) is not None
     assert (
         read_only_clash(Path("/proc/1"), candidate) == "/proc/1 is below /proc, the container's own"
     )
