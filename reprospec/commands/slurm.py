@@ -23,10 +23,11 @@ from reprospec.core.words import agree, noun, plural
 from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from reprospec.core.inputs import AttemptPlan, Spec
     from reprospec.core.runoptions import RunOptions
+    from reprospec.core.safepoint import Deferral
     from reprospec.slurm import RunStatus, SlurmRun
 
 
@@ -252,25 +253,19 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     made = [path for path in reversed(run.run_dir.parents) if not path.exists()]
     write_scripts(run)
     save(run)
-    # From here a stop (Ctrl-C, SIGTERM, SIGHUP) is `cancel` alone, obeyed once slurm.json
-    # records what was submitted: one raised after the array's sbatch and before that save
-    # left the array queued and the run `never submitted`, which `resume` submitted again.
-    deferral.begin()
-    try:
-        if cancel.is_set():
-            raise KeyboardInterrupt  # (came before the submission: nothing is submitted)
-        run = submit(run)
-    except InfraError:
-        # Nothing was submitted (sbatch refused the array, or the merge, whose array it then
-        # cancelled): the folder stayed, `slurm status` listed it `never submitted`, and its
-        # `resume` submitted the same refused options again, the only ones it keeps.
-        shutil.rmtree(run.run_dir, ignore_errors=True)
-        for path in reversed(made):
-            with contextlib.suppress(OSError):
-                path.rmdir()
-        raise
-    finally:
-        deferral.end()
+    with _recorded_first(cancel, deferral):
+        try:
+            run = submit(run)
+        except InfraError:
+            # Nothing was submitted (sbatch refused the array, or the merge, whose array it
+            # then cancelled): the folder stayed, `slurm status` listed it `never
+            # submitted`, and its `resume` submitted the same refused options again, the
+            # only ones it keeps.
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+            for path in reversed(made):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
     sub = run.submissions[-1]
     print(
         f"submitted {run.spec_name}: array job {sub.array_job} ({plural(run.shards, 'shard')}, "
@@ -280,6 +275,22 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     if cancel.is_set():
         raise KeyboardInterrupt  # (submitted and recorded: what the lines above say)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _recorded_first(cancel: threading.Event, deferral: Deferral) -> Iterator[None]:
+    """Around a `submit` (the first, a resume's): a stop (Ctrl-C, SIGTERM, SIGHUP) is
+    `cancel` alone, obeyed once slurm.json records what was submitted (the caller raises it
+    after printing the jobs): one raised after the array's sbatch and before that save left
+    the array queued and the run `never submitted` (or a resume's shards `missing`), which
+    `resume` submitted again. One that came before it submits nothing."""
+    deferral.begin()
+    try:
+        if cancel.is_set():
+            raise KeyboardInterrupt  # (came before the submission: nothing is submitted)
+        yield
+    finally:
+        deferral.end()
 
 
 def _preflight(
@@ -415,6 +426,8 @@ def _resume_refusal(run: SlurmRun) -> str | None:
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:
+    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.core.safepoint import Deferral
     from reprospec.slurm import (
         forget_killed_attempts,
         load,
@@ -423,6 +436,10 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         submit,
     )
 
+    # As the first submission's (_submit): a stop while it submits waits for slurm.json.
+    cancel = threading.Event()
+    deferral = Deferral()
+    install_stop_handlers(cancel, deferral, raised_writes=False)
     run = load(ref, args.out)
     status = run_status(run)
     if status.active:
@@ -442,10 +459,13 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         if status.merge.state in ("queued", "running"):
             print(f"nothing to resume: the merge job {status.merge.job} is {status.merge.state}")
             return EXIT_OK
-        run = submit(run, merge_only=True)
+        with _recorded_first(cancel, deferral):
+            run = submit(run, merge_only=True)
         sub = run.submissions[-1]
         print(f"every shard has its results: submitted merge job {sub.merge_job}")
         _print_follow(run, "", sub.merge_job)
+        if cancel.is_set():
+            raise KeyboardInterrupt  # (submitted and recorded)
         return EXIT_OK
     for shard in missing:
         moved = set_aside_unresumable(run, shard)
@@ -461,11 +481,14 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
                 "shard: it runs again",
                 file=sys.stderr,
             )
-    run = submit(run, missing, time=args.time)
+    with _recorded_first(cancel, deferral):
+        run = submit(run, missing, time=args.time)
     sub = run.submissions[-1]
     print(
         f"resubmitted {noun(len(missing), 'shard')} {', '.join(str(k) for k in missing)} of "
         f"{run.shards}: array job {sub.array_job}, merge job {sub.merge_job} after it"
     )
     _print_follow(run, sub.array_job, sub.merge_job)
+    if cancel.is_set():
+        raise KeyboardInterrupt  # (submitted and recorded)
     return EXIT_OK

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
+from reprospec.core import capped
 from reprospec.errors import InfraError
 from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun, Submission, save
+
+# sbatch answers a job id, or its refusal: more than this is cut (head and tail kept).
+_ANSWER_BYTES = 64 * 1024
+_SBATCH_TIMEOUT_S = 120
 
 
 def array_argv(
@@ -40,24 +45,31 @@ def _sbatch(argv: Sequence[str]) -> str:
             "(or use --dry-run to see the scripts)"
         )
     try:
-        # sbatch's refusal may name a path or a site's message in any bytes: replaced.
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, errors="replace", timeout=120, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise InfraError(f"{argv[0]} did not answer within 120 s") from None
+        # In a session of its own (capped.run): in reprospec's process group a terminal's
+        # Ctrl-C, which the CLI defers until slurm.json records the jobs, SIGINTed sbatch
+        # too: 'sbatch refused the job: exit -2', exit 3, the run's folder removed, where a
+        # job may have been queued. A stuck one is still ended (its group) at the timeout.
+        proc = capped.run(argv, limit=_ANSWER_BYTES, timeout_s=_SBATCH_TIMEOUT_S)
+    except OSError as exc:
+        raise InfraError(f"{argv[0]} could not be started: {exc}") from None
+    if proc.timed_out:
+        raise InfraError(f"{argv[0]} did not answer within {_SBATCH_TIMEOUT_S} s")
+    # sbatch's refusal may name a path or a site's message in any bytes: replaced.
+    stdout = proc.stdout.decode(errors="replace").strip()
     if proc.returncode != 0:
-        message = proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}"
-        raise InfraError(f"sbatch refused the job: {message}")
-    job = proc.stdout.strip().splitlines()[-1].split(";")[0].strip() if proc.stdout.strip() else ""
+        message = proc.stderr.decode(errors="replace").strip() or stdout
+        raise InfraError(f"sbatch refused the job: {message or f'exit {proc.returncode}'}")
+    job = stdout.splitlines()[-1].split(";")[0].strip() if stdout else ""
     if not job.isdigit():
-        raise InfraError(f"sbatch answered {proc.stdout.strip()!r}, not a job id")
+        raise InfraError(f"sbatch answered {stdout!r}, not a job id")
     return job
 
 
 def _scancel(job: str) -> None:
     if shutil.which("scancel"):
-        subprocess.run(["scancel", job], capture_output=True, timeout=60, check=False)
+        # Its own session too: a Ctrl-C as it runs would leave the array queued.
+        with contextlib.suppress(OSError):
+            capped.run(["scancel", job], limit=_ANSWER_BYTES, timeout_s=60)
 
 
 def submit(

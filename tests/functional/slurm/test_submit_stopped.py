@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import ROOT, Cli
 from tests.support.fakeslurm import fake_tool
 
 # The array is job 101, the merge 102. The merge's sbatch stops its caller (reprospec:
@@ -50,3 +52,82 @@ def test_a_stop_while_submitting_waits_for_the_jobs_to_be_recorded(
     assert (done.code, done.stderr.splitlines()[-1:]) == (130, ["reprospec: interrupted"]), (
         done.stderr
     )
+
+
+def test_a_ctrl_c_to_the_terminals_group_while_submitting_spares_sbatch(tmp_path: Path) -> None:
+    # A terminal's Ctrl-C is SIGINT to its whole foreground process group: sbatch, run in
+    # reprospec's, was killed as it submitted the merge ('sbatch refused the job: exit -2',
+    # exit 3, the run's folder removed). In a session of its own it ends, and the jobs are
+    # recorded. reprospec runs in a session of its own here, so the group is only its own.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(tools, "sbatch", SBATCH.replace("kill -{signal} $PPID", "kill -s INT -- -$PPID"))
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    argv = [sys.executable, "-m", "reprospec", "slurm", str(spec), "--shards", "1"]
+    done = subprocess.run(
+        [*argv, "--out", str(shared)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert len((tools / "submitted").read_text().splitlines()) == 2, done.stderr
+    (run,) = (shared / "slurm").iterdir()
+    record = json.loads((run / "slurm.json").read_text())
+    jobs = [(sub["array_job"], sub["merge_job"]) for sub in record["submissions"]]
+    assert jobs == [("101", "102")], done.stderr
+    assert "refused" not in done.stderr
+    assert (done.returncode, done.stderr.splitlines()[-1:]) == (130, ["reprospec: interrupted"]), (
+        done.stderr
+    )
+
+
+@pytest.mark.parametrize("stop", ["kill -s TERM $PPID", "kill -s INT -- -$PPID"])
+def test_a_stop_while_resume_resubmits_waits_for_the_jobs_to_be_recorded(
+    tmp_path: Path, stop: str
+) -> None:
+    # `slurm resume` submitted with no stop handler and no deferral: a SIGTERM killed it
+    # outright between the array's sbatch and slurm.json's save (the array queued, the
+    # shard still `missing`, resubmitted by the next resume), a Ctrl-C raised there alike.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(tools, "sbatch", SBATCH.replace("kill -{signal} $PPID", ":"))
+    for tool in ("squeue", "sacct"):  # the first jobs are gone from the queue: no answer lines
+        fake_tool(tools, tool, "exit 0")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+
+    def reprospec(*args: str) -> subprocess.CompletedProcess[str]:
+        # In a session of its own: the group the fake sbatch signals is only this one.
+        return subprocess.run(
+            [sys.executable, "-m", "reprospec", *args, "--out", str(shared)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+
+    first = reprospec("slurm", str(spec), "--shards", "1")
+    assert first.returncode == 0, first.stderr
+    (run,) = (shared / "slurm").iterdir()
+    fake_tool(tools, "sbatch", SBATCH.replace("kill -{signal} $PPID", stop))
+    resumed = reprospec("slurm", "resume", run.name)
+    assert len((tools / "submitted").read_text().splitlines()) == 4, resumed.stderr
+    record = json.loads((run / "slurm.json").read_text())
+    jobs = [(sub["array_job"], sub["merge_job"]) for sub in record["submissions"]]
+    assert jobs == [("101", "102"), ("101", "102")], resumed.stderr
+    assert "resubmitted shard 1 of 1: array job 101, merge job 102 after it" in resumed.stdout
+    assert (resumed.returncode, resumed.stderr.splitlines()[-1:]) == (
+        130,
+        ["reprospec: interrupted"],
+    ), resumed.stderr
