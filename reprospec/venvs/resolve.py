@@ -91,6 +91,11 @@ _FETCH_FAILED = (
     "could not resolve host",
     "couldn't resolve host",
     "network is unreachable",
+    # A download that timed out: pip's (urllib3's) and curl's or cargo's own words, never a
+    # bare `timed out`, which a test or a linker says too.
+    "connecttimeouterror",
+    "readtimeouterror",
+    "timeout was reached",
 )
 # How long a request the index failed quickly (refused, reset, a DNS error, a 503) waits
 # before it is asked once more: one such failure of a flaky index made doctor say "could not

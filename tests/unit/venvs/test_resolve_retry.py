@@ -152,6 +152,40 @@ def test_a_build_whose_log_says_timed_out_or_refused_is_a_failure(
     assert said.said.startswith("could not build ./mypkg (its build from that path failed: ")
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pip._vendor.urllib3.exceptions.ConnectTimeoutError: (<pip._vendor.urllib3.connection."
+        "HTTPSConnection object at 0x7f3a>, 'Connection to pypi.org timed out. (connect "
+        "timeout=15)')",
+        "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='files."
+        "pythonhosted.org', port=443): Read timed out.",
+        "warning: spurious network error (2 tries remaining): [28] Timeout was reached "
+        "(Connection timed out after 30001 milliseconds)",
+        "curl: (28) Timeout was reached",
+    ],
+    ids=["pip-connect", "pip-read", "cargo", "curl"],
+)
+def test_a_build_whose_download_timed_out_is_not_checked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, line: str
+) -> None:
+    # A download's own timeout words were no fetch words: a build that only could not
+    # download in time was said to fail, exit 1, where it may build once the index answers.
+    output = BACKEND_FAILED.replace(
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+        line,
+    )
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    assert said is not None
+    assert (said.state, said.offline_build) == ("unknown", True), said
+    assert "its build hit a network failure of its own (" in said.said, said
+
+
 def test_the_network_line_quoted_is_the_backends_last(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
