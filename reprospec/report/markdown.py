@@ -466,19 +466,23 @@ def machine_note(run: RunResult) -> str:
         )
     read_only = run.options.get("read_only")
     if isinstance(read_only, str) and read_only:
-        # A minimize candidate's run (RunOptions.read_only, no flag of `run`): its folder's
-        # links name the workdir's files, and a rerun gave no sign why they dangled in its
-        # container, or why the program's write through one was refused (EROFS).
+        # RunOptions.read_only, no flag of `run` (minimize's candidates' runs, whose folders
+        # link the workdir's files, or a Python caller's): a rerun gave no sign why links
+        # into it dangled in its container, or why a write through one was refused (EROFS).
+        # Said by what it is, not as a candidate's (a plain API run has it too), and of a
+        # write as what would be, where none may have happened.
         said = (
-            "mounted read-only at its own path in each container (a write to its files was "
+            "mounted read-only at its own path in each container (a write to its files is "
             "refused); `reprospec run` has no option for it, and a rerun under docker sees "
-            "the links of the candidate's folder to its files dangle"
+            "links into it dangle"
             if run.runner == "docker"
-            else "as it is on this host (a write through the links reached its files)"
+            else f"as it is on this host: the {run.runner} runner mounts nothing, so a write "
+            "through a link into it would reach its files"
         )
         notes.append(
-            f"`{read_only}`: the workdir whose files this minimize candidate's folder links, "
-            f"which its attempts read {said}"
+            f"`{read_only}`: a folder whose files this run's attempts read (the Python API's "
+            f"`RunOptions.read_only`, which minimize gives its candidates' runs, their folders "
+            f"linking the workdir's files), {said}"
         )
     return "; ".join(notes)
 

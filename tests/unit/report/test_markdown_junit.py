@@ -1499,7 +1499,7 @@ def test_a_large_interrupted_runs_grouped_table_leaves_its_cells_room_at_80_colu
     assert "1/1 (interrupted after 1 of 2 attempts)" in stream.getvalue()
 
 
-def test_a_minimize_candidates_run_says_its_workdir_was_read_only(tmp_path: Path) -> None:
+def test_a_run_with_a_read_only_folder_says_so_under_how_to_reproduce(tmp_path: Path) -> None:
     # A minimize candidate's run under docker mounts the original workdir read-only at its
     # own path (RunOptions.read_only, no flag of `run`): its How to reproduce gave no sign
     # of it, and a rerun saw the candidate's links dangle in its container.
@@ -1507,11 +1507,21 @@ def test_a_minimize_candidates_run_says_its_workdir_was_read_only(tmp_path: Path
     run = replace(error_run(), runner="docker", command_line="", options=options)
     reproduce = render(run, "md").split("## How to reproduce")[1]
     assert (
-        f"`{tmp_path}`: the workdir whose files this minimize candidate's folder links, which "
-        "its attempts read mounted read-only at its own path in each container" in reproduce
+        f"`{tmp_path}`: a folder whose files this run's attempts read (the Python API's "
+        "`RunOptions.read_only`, which minimize gives its candidates' runs" in reproduce
     )
-    assert f"<code>{tmp_path}</code>: the workdir whose files" in render(run, "html")
+    assert "mounted read-only at its own path in each container (a write to its files is" in (
+        reproduce
+    )
+    assert f"<code>{tmp_path}</code>: a folder whose files" in render(run, "html")
+    # Not as if a write had happened ("reached"), nor every such run a candidate's.
     local = replace(run, runner="local", options={**options, "runner": "local"})
-    assert "a write through the links reached its files" in render(local, "md")
+    said = render(local, "md")
+    assert (
+        "as it is on this host: the local runner mounts nothing, so a write through a link "
+        "into it would reach its files" in said
+    )
+    assert "reached" not in said
+    assert "this minimize candidate" not in said
     # A run without one says nothing of it.
-    assert "minimize candidate" not in render(error_run(), "md")
+    assert "RunOptions.read_only" not in render(error_run(), "md")
