@@ -155,10 +155,12 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     the idle child's sleep. A thread that reaps a child is never ranked (a bare `wait4`
     ranked as one that runs, before a main thread asleep: a supervisor's hang was placed in
     its reaper's wait); and a process that reaps a child in one thread while its best other
-    one only idles in the C runtime (a sleep, a timed wait, a poll: a supervisor's main
-    loop, `cargo build`'s in `pthread_cond_timedwait`) is a launcher too, its place taken
-    only where no other process names one. One on a lock or in a join (reap.c's main) or
-    running its own code hangs there. None where only launchers whose main thread waits
+    one only idles (a sleep, a timed wait, a poll: a supervisor's main loop, `cargo
+    build`'s in `pthread_cond_timedwait`; not a loop busy in `strlen`), or whose main thread
+    alone beside its reapers joins or awaits them (`t.join()`, `std::async(...).get()`),
+    is a launcher too (`_launches`), its place taken only where no other process names
+    one. One on a mutex (reap.c's main), in a join beside a thread of its own that hangs,
+    or running its own code hangs there. None where only launchers whose main thread waits
     name one: the child that hangs was not read, and its launcher's wait is no place of it."""
     from reprospec.native.stacks import hung_thread_order
 
@@ -176,23 +178,26 @@ def hung_frame(stacks: NativeStacks) -> str | None:
         place = _named_place(best.frames, named_caller=True)
         if place is None:
             continue
-        if len(threads) < len(process.threads) and _idles(best):
+        if len(threads) < len(process.threads) and _launches(process, threads, best):
             idling = idling or place
             continue
         return place
     return idling
 
 
-def _idles(thread: Thread) -> bool:
-    """Whether a hung thread only idles: it waits for no other thread (`waits_for_a_thread`)
-    and its innermost frame is the C runtime's (a sleep, a timed wait, a poll), not code
-    that runs."""
-    from reprospec.native.stacks import waits_for_a_thread
+def _launches(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> bool:
+    """Whether a process with threads that reap a child (left out of `threads`) is a
+    launcher by its best other thread: that one only idles (`idles`: a sleep, a timed wait,
+    a poll; not code that runs, in the C runtime too: `while (1) strlen(s)`), or main is the
+    only other thread and waits for one to end or give a result (`waits_for_an_end`: a
+    `t.join()` of the thread that runs `system("./nap")`, a `std::async(...).get()`), not
+    on a mutex (reap.c's main, on its own lock: its hang)."""
+    from reprospec.native.stacks import idles, waits_for_an_end
 
-    named = [f for f in thread.frames if f.function or f.library]
-    if not named or waits_for_a_thread([f.symbol for f in thread.frames]):
-        return False
-    return _is_runtime(named[0])
+    functions = [f.symbol for f in best.frames]
+    if idles(functions):
+        return True
+    return list(threads) == [_main_thread(process)] and waits_for_an_end(functions)
 
 
 def _named_place(frames: Sequence[Frame], *, named_caller: bool = False) -> str | None:

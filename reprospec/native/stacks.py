@@ -144,9 +144,35 @@ _TIMED = frozenset(
 )
 
 
-def _waits_in(functions: Sequence[str]) -> str:
-    """What a thread whose frames are `functions` (innermost first) waits in: `lock`,
-    `join`, `sleep`, `timed`, or "" (it runs, or waits in nothing said)."""
+# A wait on an event that may never come, not on a thread: a file descriptor's (a poll, a
+# select, a read of a pipe or a socket): a supervisor's or a server's main loop idles there.
+_POLLS = frozenset(
+    (
+        "poll",
+        "ppoll",
+        "select",
+        "pselect",
+        "pselect6",
+        "epoll_wait",
+        "epoll_pwait",
+        "epoll_pwait2",
+        "read",
+        "recv",
+        "recvfrom",
+        "recvmsg",
+        "accept",
+        "accept4",
+    )
+)
+# Of the waits on another thread, those for an event (a condition, an untimed semaphore:
+# `std::async(...).get()`, a thread's result), not for a lock the thread may itself hold.
+_AWAITS = frozenset(("pthread_cond_wait", "new_sem_wait", "sem_wait"))
+
+
+def _wait(functions: Sequence[str]) -> tuple[str, str]:
+    """What a thread whose frames are `functions` (innermost first) waits in: its kind
+    (`lock`, `join`, `sleep`, `timed`, `poll`, or "": it runs, or waits in nothing said) and
+    the function that says it (glibc's name)."""
     for function in functions:
         name = libc_name(function)
         for kind, names in (
@@ -154,10 +180,15 @@ def _waits_in(functions: Sequence[str]) -> str:
             ("join", _JOINS),
             ("sleep", _SLEEPS),
             ("timed", _TIMED),
+            ("poll", _POLLS),
         ):
             if name in names:
-                return kind
-    return ""
+                return kind, name
+    return "", ""
+
+
+def _waits_in(functions: Sequence[str]) -> str:
+    return _wait(functions)[0]
 
 
 def waits_for_a_thread(functions: Sequence[str]) -> bool:
@@ -166,6 +197,22 @@ def waits_for_a_thread(functions: Sequence[str]) -> bool:
     such a wait is a hang of its own; a sleep or a timed wait only idles (render's
     `hung_frame`)."""
     return _waits_in(functions) in ("lock", "join")
+
+
+def waits_for_an_end(functions: Sequence[str]) -> bool:
+    """Whether a hung thread waits for another thread to end or to give a result: in a join,
+    on a condition or an untimed semaphore (`t.join()`, `std::async(...).get()`), not on a
+    mutex (which it may hold itself: a deadlock of its own). A main thread that waits so
+    while its only other threads reap a child waits for that child (render's `hung_frame`)."""
+    kind, name = _wait(functions)
+    return kind == "join" or name in _AWAITS
+
+
+def idles(functions: Sequence[str]) -> bool:
+    """Whether a hung thread only idles: it sleeps, waits with a timeout or polls (a
+    supervisor's main loop), where code that runs (a busy loop in `strlen`) or a wait for
+    another thread is a hang of its own (render's `hung_frame`)."""
+    return _waits_in(functions) in ("sleep", "timed", "poll")
 
 
 def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int]:
@@ -179,7 +226,7 @@ def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int
     newest thread first: a daemon heartbeat in `nanosleep` was taken for where a hang sat,
     beside the thread on a held mutex (review)."""
     kinds = [_waits_in(functions) for _, functions in threads]
-    rank = {"lock": 0, "join": 0, "": 1, "timed": 1, "sleep": 2}
+    rank = {"lock": 0, "join": 0, "": 1, "timed": 1, "poll": 1, "sleep": 2}
 
     def key(index: int) -> tuple[bool, int, bool]:
         main = threads[index][0]

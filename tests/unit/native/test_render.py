@@ -342,6 +342,59 @@ def test_a_thread_that_reaps_a_child_is_no_place_and_a_launcher_that_idles_is_pa
     assert hung_frame(NativeStacks(processes=(busy, _NAP))) == "alpha@busy"
 
 
+def test_a_main_thread_that_joins_or_awaits_its_reaper_is_a_launcher() -> None:
+    # C++ `std::thread t([]{ system("./nap"); }); t.join();`: the reaper left out of the
+    # ranking, main's join was ranked alone and named (`futex_abstimed_wait_common64@libc<-
+    # main@sup`) where the hang is the child's.
+    reaper = ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "system@libc.so.6", "run@sup")
+    joins = _launched(
+        "./sup",
+        50,
+        (
+            "__futex_abstimed_wait_common64@libc.so.6",
+            "__pthread_clockjoin_ex@libc.so.6",
+            "main@sup",
+        ),
+        reaper,
+    )
+    assert hung_frame(NativeStacks(processes=(joins, _NAP))) == "clock_nanosleep@libc<-main@nap"
+    # `std::async(...).get()`: main on a condition its reaper signals at the child's end.
+    awaits = _launched(
+        "./sup",
+        50,
+        ("futex_wait@libc.so.6", "___pthread_cond_wait@libc.so.6", "main@sup"),
+        reaper,
+    )
+    assert hung_frame(NativeStacks(processes=(awaits, _NAP))) == "clock_nanosleep@libc<-main@nap"
+    # Read alone, each keeps its own place; reap.c's main on its own mutex stays placed
+    # there (the test above), and a join beside a thread of its own that hangs is no launcher.
+    assert hung_frame(NativeStacks(processes=(awaits,))) == "futex_wait@libc<-main@sup"
+    stuck = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "work@sup")
+    busy = replace(joins, threads=(*joins.threads, _launched("x", 52, stuck).threads[0]))
+    assert hung_frame(NativeStacks(processes=(busy, _NAP))) == "lll_lock_wait@libc<-work@sup"
+
+
+def test_a_thread_busy_in_the_c_runtime_beside_a_reaper_is_the_programs_hang() -> None:
+    # `while (1) strlen(s)` beside a thread reaping ./nap: any C-runtime innermost frame
+    # counted as idling, and the hang was placed in the child's sleep.
+    spin = _launched(
+        "./sup",
+        50,
+        ("__strlen_avx2@libc.so.6", "spin@sup", "main@sup"),
+        ("__GI___wait4@libc.so.6", "waitpid@libc.so.6", "reaper@sup"),
+    )
+    assert hung_frame(NativeStacks(processes=(spin, _NAP))) == "strlen@libc<-spin@sup"
+    # One whose main loop polls a descriptor only idles: the child's place.
+    polls = replace(
+        spin,
+        threads=(
+            _launched("x", 50, ("__GI___poll@libc.so.6", "loop@sup", "main@sup")).threads[0],
+            spin.threads[1],
+        ),
+    )
+    assert hung_frame(NativeStacks(processes=(polls, _NAP))) == "clock_nanosleep@libc<-main@nap"
+
+
 def test_a_process_whose_stacks_name_no_frame_passes_the_place_to_the_next() -> None:
     # The first process read returned its thread's None though the next one named its place.
     unnamed = ProcessStacks(5, "attach", threads=(Thread("1", 5, None, ()),))
