@@ -97,6 +97,11 @@ _FETCH_FAILED = (
     "readtimeouterror",
     "timeout was reached",
 )
+# A line that says a download will be tried again (cargo's `warning: spurious network error
+# (2 tries remaining)`, pip's `WARNING: Retrying (Retry(total=4, ...)) after connection
+# broken by 'ConnectTimeoutError(...)'`): no failure, often followed by the download's
+# success; a build whose compile then failed read as one that hit a network failure.
+_RETRYING = ("spurious network error", "retrying (retry(")
 # How long a request the index failed quickly (refused, reset, a DNS error, a 503) waits
 # before it is asked once more: one such failure of a flaky index made doctor say "could not
 # check". Not an answer that waited out the index (`timed out`: a silent index, whose second
@@ -314,15 +319,15 @@ def _backend_offline(output: str) -> bool:
 
 def _fetch_line(output: str) -> str:
     """The backend's own line (`backend_said`, never uv's) that says its download failed,
-    the last such as `build_failure_line` takes the last of its words; "" where none does."""
-    return next(
-        (
-            line
-            for line in reversed(backend_said(output))
-            if any(words in line.lower() for words in _FETCH_FAILED)
-        ),
-        "",
-    )
+    the last such as `build_failure_line` takes the last of its words; "" where none does.
+    A line that says the download is tried again (`_RETRYING`) is none: not a failure."""
+    for line in reversed(backend_said(output)):
+        lowered = line.lower()
+        if any(words in lowered for words in _RETRYING):
+            continue
+        if any(words in lowered for words in _FETCH_FAILED):
+            return line
+    return ""
 
 
 def _offline_build(failed: str, output: str) -> Resolved:

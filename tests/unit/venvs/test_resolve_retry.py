@@ -160,8 +160,11 @@ def test_a_build_whose_log_says_timed_out_or_refused_is_a_failure(
         "timeout=15)')",
         "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='files."
         "pythonhosted.org', port=443): Read timed out.",
-        "warning: spurious network error (2 tries remaining): [28] Timeout was reached "
-        "(Connection timed out after 30001 milliseconds)",
+        # cargo's final error, its lines indented in uv's [stderr] block as uv prints them
+        # (its retries' `warning: spurious network error` lines are no failure: below).
+        "  error: failed to download from `https://static.crates.io/crates/cc/1.0.83/download`"
+        "\n\n  Caused by:\n    [28] Timeout was reached (Connection timed out after 30001 "
+        "milliseconds)",
         "curl: (28) Timeout was reached",
     ],
     ids=["pip-connect", "pip-read", "cargo", "curl"],
@@ -184,6 +187,39 @@ def test_a_build_whose_download_timed_out_is_not_checked(
     assert said is not None
     assert (said.state, said.offline_build) == ("unknown", True), said
     assert "its build hit a network failure of its own (" in said.said, said
+
+
+@pytest.mark.parametrize(
+    "retry",
+    [
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, "
+        "status=None)) after connection broken by 'ConnectTimeoutError(<pip._vendor.urllib3."
+        "connection.HTTPSConnection object at 0x7f3a>, 'Connection to pypi.org timed out. "
+        "(connect timeout=15)')': /simple/cython/",
+        "warning: spurious network error (2 tries remaining): [28] Timeout was reached "
+        "(Connection timed out after 30001 milliseconds)",
+    ],
+    ids=["pip", "cargo"],
+)
+def test_a_build_that_retried_a_download_then_failed_to_compile_failed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, retry: str
+) -> None:
+    # A retry line said a download timed out; the retry downloaded it and the compile
+    # failed: read as "its build hit a network failure of its own", a warning, exit 0.
+    output = BACKEND_FAILED.replace(
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+        f"{retry}\nsrc/lib.c:3:10: fatal error: Python.h: No such file or directory",
+    )
+
+    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
+
+    monkeypatch.setattr(resolving, "run_uv", run_uv)
+    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    assert said is not None
+    assert (said.state, said.offline_build) == ("unsatisfiable", False), said
+    assert said.said.startswith("could not build ./mypkg (its build from that path failed: ")
+    assert "network" not in said.said, said
 
 
 def test_the_network_line_quoted_is_the_backends_last(
