@@ -107,18 +107,25 @@ def test_a_build_that_failed_on_its_own_network_error_is_said_so_asked_once(
     ), said
 
 
-def test_a_build_that_failed_with_no_network_words_is_a_failure(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def built_with_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, log: str
+) -> resolving.Resolved | None:
+    """`_built` of ./mypkg, its backend failed with `log` as its own stderr (uv stubbed)."""
     output = BACKEND_FAILED.replace(
-        "fetching the compiler: <urlopen error [Errno 111] Connection refused>", "no gcc here"
+        "fetching the compiler: <urlopen error [Errno 111] Connection refused>", log
     )
 
     def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(["uv", *args], 1, "", output)
 
     monkeypatch.setattr(resolving, "run_uv", run_uv)
-    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    return resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+
+
+def test_a_build_that_failed_with_no_network_words_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    said = built_with_log(monkeypatch, tmp_path, "no gcc here")
     assert said == resolving.Resolved(
         "unsatisfiable", "could not build ./mypkg (its build from that path failed: no gcc here)"
     )
@@ -138,15 +145,7 @@ def test_a_build_whose_log_says_timed_out_or_refused_is_a_failure(
 ) -> None:
     # The index's network words were read in the backend's output too: a real compile or
     # test failure whose log said "timed out" was said not checked, a warning, exit 0.
-    output = BACKEND_FAILED.replace(
-        "fetching the compiler: <urlopen error [Errno 111] Connection refused>", log
-    )
-
-    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
-
-    monkeypatch.setattr(resolving, "run_uv", run_uv)
-    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    said = built_with_log(monkeypatch, tmp_path, log)
     assert said is not None
     assert (said.state, said.offline_build) == ("unsatisfiable", False), said
     assert said.said.startswith("could not build ./mypkg (its build from that path failed: ")
@@ -174,16 +173,7 @@ def test_a_build_whose_download_timed_out_is_not_checked(
 ) -> None:
     # A download's own timeout words were no fetch words: a build that only could not
     # download in time was said to fail, exit 1, where it may build once the index answers.
-    output = BACKEND_FAILED.replace(
-        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
-        line,
-    )
-
-    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
-
-    monkeypatch.setattr(resolving, "run_uv", run_uv)
-    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
+    said = built_with_log(monkeypatch, tmp_path, line)
     assert said is not None
     assert (said.state, said.offline_build) == ("unknown", True), said
     assert "its build hit a network failure of its own (" in said.said, said
@@ -206,16 +196,11 @@ def test_a_build_that_retried_a_download_then_failed_to_compile_failed(
 ) -> None:
     # A retry line said a download timed out; the retry downloaded it and the compile
     # failed: read as "its build hit a network failure of its own", a warning, exit 0.
-    output = BACKEND_FAILED.replace(
-        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+    said = built_with_log(
+        monkeypatch,
+        tmp_path,
         f"{retry}\nsrc/lib.c:3:10: fatal error: Python.h: No such file or directory",
     )
-
-    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
-
-    monkeypatch.setattr(resolving, "run_uv", run_uv)
-    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
     assert said is not None
     assert (said.state, said.offline_build) == ("unsatisfiable", False), said
     assert said.said.startswith("could not build ./mypkg (its build from that path failed: ")
@@ -237,16 +222,11 @@ def test_the_network_line_quoted_is_the_backends_last(
         "distutils.errors.DistutilsError: Download error for https://example.org/cython.tgz: "
         "<urlopen error [Errno 111] Connection refused>"
     )
-    output = BACKEND_FAILED.replace(
-        "fetching the compiler: <urlopen error [Errno 111] Connection refused>",
+    said = built_with_log(
+        monkeypatch,
+        tmp_path,
         f'{retry}\nTraceback (most recent call last):\n  File "setup.py", line 3\n{last}',
     )
-
-    def run_uv(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(["uv", *args], 1, "", output)
-
-    monkeypatch.setattr(resolving, "run_uv", run_uv)
-    said = resolving._built("./mypkg", True, tmp_path, IndexConfig(), None, 120.0, {})
     assert said is not None
     assert said.offline_build, said
     assert said.said.endswith(f"; its build hit a network failure of its own ({last})"), said
