@@ -191,14 +191,6 @@ def _waits_in(functions: Sequence[str]) -> str:
     return _wait(functions)[0]
 
 
-def waits_for_a_thread(functions: Sequence[str]) -> bool:
-    """Whether a hung thread (its functions innermost first) waits for another thread: on a
-    lock, a condition, an untimed semaphore, or in a join. Where a launcher's threads hang,
-    such a wait is a hang of its own; a sleep or a timed wait only idles (render's
-    `hung_frame`)."""
-    return _waits_in(functions) in ("lock", "join")
-
-
 def waits_for_an_end(functions: Sequence[str]) -> bool:
     """Whether a hung thread waits for another thread to end or to give a result: in a join,
     on a condition or an untimed semaphore (`t.join()`, `std::async(...).get()`), not on a
