@@ -268,10 +268,11 @@ def reached_memory_limit(plan: AttemptPlan, outcome: Outcome | NotRun) -> tuple[
     # out is `ExceptionGroup[MemoryError]`, one in the chain (`raise ... from group`) too.
     said = [e.type for e in outcome.raised()]
     said = said or [(outcome.message or "").partition("\n")[0].partition(":")[0].strip()]
-    found = next((s for s in said if s == "std::bad_alloc"), None)
     if any(bare_type(s) == "MemoryError" for s in said):
         found = "MemoryError"
-    if found is None:
+    elif "std::bad_alloc" in said:
+        found = "std::bad_alloc"
+    else:
         return ()
     return (
         f"{LIMIT_REACHED}memory limit ({format_size(memory)}, environment.memory): {found} "
