@@ -600,19 +600,14 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
 
     Read back from the link line, one exception at a time (`_unraised_above`), above
     `floor` (the header of the last block read already)."""
-    found: list[tuple[PythonException, int]] = []
+    found: list[PythonException] = []
+    first = header
     at = _link_index(lines, header)
-    while at is not None:
-        read = _unraised_above(lines, at, floor)
-        if read is None:
-            break
-        exception, start = read
-        link = _LINKS[_GROUP_PREFIX.sub("", lines[at]).strip()]
-        found.insert(0, (replace(exception, link=link), start))
-        at = _link_index(lines, start)
-    if not found:
-        return [], header, False
-    return [exception for exception, _ in found], found[0][1], at is not None
+    while at is not None and (read := _unraised_above(lines, at, floor)) is not None:
+        exception, first = read
+        found.insert(0, replace(exception, link=_link_of(lines[at])))
+        at = _link_index(lines, first)
+    return found, first, bool(found) and at is not None
 
 
 # A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
@@ -675,7 +670,7 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
         top -= 1
     first = next(index for index in range(top, end + 1) if lines[index].strip())
     bound = lines[top - 1] if top > 0 else ""
-    if top > 0 and _GROUP_PREFIX.sub("", bound).strip() in _LINKS:
+    if top > 0 and _link_of(bound) is not None:
         return _unraised_at(lines, first, end, any_type=True)
     if top > 0 and (top - 1 == floor or TRACEBACK_HEADER in bound or STACK_FRAME.match(bound)):
         return None
@@ -691,7 +686,7 @@ def _bounds_unraised(line: str) -> bool:
     report's label or another line that ends a message, a traceback's header or frame."""
     return bool(
         _MESSAGE_END.match(line)
-        or _GROUP_PREFIX.sub("", line).strip() in _LINKS
+        or _link_of(line) is not None
         or TRACEBACK_HEADER in line
         or STACK_FRAME.match(line)
     )
@@ -799,7 +794,7 @@ def current_thread_first(stack: str) -> str:
 def _link_before(lines: list[str], header: int) -> str | None:
     """How the traceback at `header` continues a chain ("context", "cause"); None: it starts one."""
     index = _link_index(lines, header)
-    return None if index is None else _LINKS[_GROUP_PREFIX.sub("", lines[index]).strip()]
+    return None if index is None else _link_of(lines[index])
 
 
 def _link_index(lines: list[str], header: int) -> int | None:
@@ -808,9 +803,15 @@ def _link_index(lines: list[str], header: int) -> int | None:
     index = header - 1
     while index >= 0 and not _GROUP_PREFIX.sub("", lines[index]).strip():
         index -= 1
-    if index < 0 or _GROUP_PREFIX.sub("", lines[index]).strip() not in _LINKS:
+    if index < 0 or _link_of(lines[index]) is None:
         return None
     return index
+
+
+def _link_of(line: str) -> str | None:
+    """What a link line says of the block below it ("context", "cause"), a group's `| `
+    prefix aside; None where `line` is no link line."""
+    return _LINKS.get(_GROUP_PREFIX.sub("", line).strip())
 
 
 def _quoted(lines: list[str], header: int) -> bool:
