@@ -78,6 +78,38 @@ def captured(cli: Cli, work: Path, *argv: str, env: dict[str, str]) -> CliResult
     return result
 
 
+def captured_hang(cli: Cli, work: Path, program: str, *argv: str) -> str:
+    """The title of `capture --timeout 2s --no-verify -- ARGV`'s spec, a hang of `program`'s,
+    whose `outcome: hang` comment names the same place."""
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", *argv, env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    assert title.startswith(f"{program}: hang in "), title
+    text = (work / "spec.yaml").read_text()
+    assert f"outcome: hang  # hung in {title.removeprefix(f'{program}: hang in ')}\n" in text, text
+    return title
+
+
+def ran_hang(cli: Cli, tmp_path: Path, name: str, source: str) -> tuple[CliResult, str]:
+    """`reprospec run` of `./name` built from `source`, a spec expecting its hang in 2 s; it
+    succeeded, and its one attempt's outcome placed the hang natively: the result and that place."""
+    work = tmp_path / name
+    built(work, name, source)
+    spec = work / "spec.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: {name}\ncommand: ./{name}\nrun: {{timeout: 2s}}\n"
+        "expect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec), "--out", str(tmp_path / "out"), cwd=work)
+    assert result.code == 0, result.stdout + result.stderr
+    (attempt,) = json.loads((result.latest_run() / "results.json").read_text())["cells"][0][
+        "attempts"
+    ]
+    place = attempt["outcome"]["hung_native"]
+    assert isinstance(place, str), attempt["outcome"]
+    return result, place
+
+
 def document(work: Path) -> Mapping[str, JsonValue]:
     return load_spec(str(work / "spec.yaml")).document
 
@@ -123,16 +155,10 @@ def test_a_c_program_s_hang_is_titled_and_expected_where_its_native_stack_sits(
     # names it, not main's join nor the heartbeat's sleep.
     work = tmp_path / "lock"
     built(work, "lock", _DEADLOCK)
-    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "./lock", env={})
-    spec = document(work)
-    title = spec["title"]
-    assert isinstance(title, str)
-    assert title.startswith("./lock: hang in "), title
+    title = captured_hang(cli, work, "./lock", "./lock")
     assert title.endswith("<-work@lock"), title
     place = title.removeprefix("./lock: hang in ")
     assert "@libc" in place.split("<-")[0], place  # the C library's wait it blocks in
-    text = (work / "spec.yaml").read_text()
-    assert f"outcome: hang  # hung in {place}\n" in text, text
 
 
 @needs_cc
@@ -186,18 +212,8 @@ def test_a_c_program_s_hang_is_placed_by_the_run_s_line_report_and_results(
     # `reprospec run` of a C program's hang said `hang (observed)`, and its report.md `hang`,
     # with no place: the outcome kept only a Python frame (`hung_in`), though its native
     # stacks showed `sleep` in `main`. The outcome keeps the native place and its words say it.
-    work = tmp_path / "nap"
-    built(work, "nap", _NAP)
-    spec = work / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: nap\ncommand: ./nap\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
-    )
-    result = cli("run", str(spec), "--out", str(tmp_path / "out"), cwd=work)
-    assert result.code == 0, result.stdout + result.stderr
+    result, place = ran_hang(cli, tmp_path, "nap", _NAP)
     run = result.latest_run()
-    (attempt,) = json.loads((run / "results.json").read_text())["cells"][0]["attempts"]
-    place = attempt["outcome"]["hung_native"]
-    assert isinstance(place, str), attempt["outcome"]
     assert place.endswith("<-main@nap"), place
     assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
     assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
@@ -212,19 +228,7 @@ def test_a_program_whose_thread_reaps_a_child_is_placed_in_its_own_deadlock(
     # reap: main deadlocks in stuck() while a helper thread waits for its child (`sleep
     # 1000`) in waitpid. `reprospec run` said `hang in clock_nanosleep@libc`, the idle
     # child's: a program with any thread in a child wait was passed over as a launcher.
-    work = tmp_path / "reap"
-    built(work, "reap", _REAP)
-    spec = work / "spec.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: reap\ncommand: ./reap\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
-    )
-    result = cli("run", str(spec), "--out", str(tmp_path / "out"), cwd=work)
-    assert result.code == 0, result.stdout + result.stderr
-    (attempt,) = json.loads((result.latest_run() / "results.json").read_text())["cells"][0][
-        "attempts"
-    ]
-    place = attempt["outcome"]["hung_native"]
-    assert isinstance(place, str), attempt["outcome"]
+    result, place = ran_hang(cli, tmp_path, "reap", _REAP)
     assert place.endswith("<-stuck@reap"), place
     assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
 
@@ -241,13 +245,8 @@ def test_a_hang_under_make_is_placed_in_the_program_make_waits_for(
     work = tmp_path / "make"
     built(work, "nap", _NAP)
     (work / "Makefile").write_text("all:\n\t./nap\n")
-    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "make", env={})
-    title = document(work)["title"]
-    assert isinstance(title, str)
-    assert title.startswith("make: hang in "), title
+    title = captured_hang(cli, work, "make", "make")
     assert title.endswith("<-main@nap"), title
-    text = (work / "spec.yaml").read_text()
-    assert f"outcome: hang  # hung in {title.removeprefix('make: hang in ')}\n" in text, text
 
 
 @needs_cc
@@ -261,13 +260,7 @@ def test_a_stripped_program_s_hang_is_placed_without_its_unnamed_caller(
     work = tmp_path / "stripped"
     built(work, "nap", _NAP)
     subprocess.run(["strip", str(work / "nap")], check=True)
-    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "./nap", env={})
-    title = document(work)["title"]
-    assert isinstance(title, str)
-    assert title.startswith("./nap: hang in "), title
+    title = captured_hang(cli, work, "./nap", "./nap")
     assert "??" not in title, title
     assert "<-" not in title, title  # no caller with a name to give
     assert title.endswith("@libc"), title  # the C library's sleep it sits in
-    assert f"outcome: hang  # hung in {title.removeprefix('./nap: hang in ')}\n" in (
-        (work / "spec.yaml").read_text()
-    )
