@@ -242,8 +242,8 @@ def resolve(
     output = done.stderr or done.stdout
     lowered = output.lower()
     unreached = _unreached(lowered)
-    if _backend_offline(output):
-        return _offline_build(uv_error(output), output)
+    if fetched := _backend_offline(output):
+        return _offline_build(uv_error(output), fetched)
     # No solution, or a distribution it picked whose build backend failed (an sdist that
     # cannot build here: the build at run time builds it the same way, and fails alike).
     if ("no solution found" in lowered or _backend_failed(lowered)) and not unreached:
@@ -309,18 +309,15 @@ def _backend_failed(lowered: str) -> bool:
     return "failed to build" in lowered and "build backend returned an error" in lowered
 
 
-def _backend_offline(output: str) -> bool:
-    """Whether uv's `output` says a build backend ran and failed with a failed download in
-    its own words (a setup_requires fetched, a toolchain downloaded: `_FETCH_FAILED`): built
-    once (no index failed: `_unreached`), but no failure of the package either
-    (`_offline_build`)."""
-    return _backend_failed(output.lower()) and bool(_fetch_line(output))
-
-
-def _fetch_line(output: str) -> str:
-    """The backend's own line (`backend_said`, never uv's) that says its download failed,
-    the last such as `build_failure_line` takes the last of its words; "" where none does.
+def _backend_offline(output: str) -> str:
+    """Where uv's `output` says a build backend ran and failed with a failed download in
+    its own words (a setup_requires fetched, a toolchain downloaded: `_FETCH_FAILED`), the
+    backend's own line that says so (`backend_said`, never uv's), the last such as
+    `build_failure_line` takes the last of its words; "" where none does. Built once (no
+    index failed: `_unreached`), but no failure of the package either (`_offline_build`).
     A line that says the download is tried again (`_RETRYING`) is none: not a failure."""
+    if not _backend_failed(output.lower()):
+        return ""
     for line in reversed(backend_said(output)):
         lowered = line.lower()
         if any(words in lowered for words in _RETRYING):
@@ -330,11 +327,11 @@ def _fetch_line(output: str) -> str:
     return ""
 
 
-def _offline_build(failed: str, output: str) -> Resolved:
-    """The answer of a build that failed on a network error of its own (`_backend_offline`),
-    `failed` saying the failure: not checked, the backend's line of it quoted (`_fetch_line`).
+def _offline_build(failed: str, fetched: str) -> Resolved:
+    """The answer of a build that failed on a network error of its own, `failed` saying the
+    failure: not checked, the backend's line of it (`fetched`, `_backend_offline`) quoted.
     It read `cannot be installed`, exit 1, where it may build once that network answers."""
-    said = f"{failed}; its build hit a network failure of its own ({_fetch_line(output)})"
+    said = f"{failed}; its build hit a network failure of its own ({fetched})"
     return Resolved("unknown", said, offline_build=True)
 
 
@@ -448,8 +445,8 @@ def _built(
         return Resolved("unknown", uv_error(output), stopped="unreached")
     line = build_failure_line(output)
     failed = f"could not build {requirement} ({_whence(is_path)}: {line})"
-    if _backend_offline(output):
-        return _offline_build(failed, output)
+    if fetched := _backend_offline(output):
+        return _offline_build(failed, fetched)
     return Resolved("unsatisfiable", failed)
 
 
