@@ -211,6 +211,20 @@ _UNRAISED = textwrap.dedent(
 )
 
 
+def ran_chains(cli: Cli, spec: Path) -> dict[str, list[tuple[str, str, str | None]]]:
+    """`reprospec run SPEC`, which succeeded: each cell's first attempt's chain by cell id, as
+    (type, message, link) of each exception in it."""
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    return {
+        cell["id"]: [
+            (link["type"], link["message"], link["link"])
+            for link in cell["attempts"][0]["outcome"]["chain"]
+        ]
+        for cell in result.results()["cells"]
+    }
+
+
 def test_a_cause_never_raised_keeps_its_place_in_the_chain(cli: Cli, tmp_path: Path) -> None:
     """`raise ExceptionGroup(...) from ValueError("root")`: a cause never raised prints no
     traceback, only `ValueError: root` above the link line, and the chain dropped it:
@@ -224,15 +238,7 @@ def test_a_cause_never_raised_keeps_its_place_in_the_chain(cli: Cli, tmp_path: P
         "command: ${{ matrix.python }} unraised.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: error\n  exception: ValueError\n  message: '^root$'\n"
     )
-    result = cli("run", str(spec))
-    assert result.code == 0, result.stdout + result.stderr
-    chains = {
-        cell["id"]: [
-            (link["type"], link["message"], link["link"])
-            for link in cell["attempts"][0]["outcome"]["chain"]
-        ]
-        for cell in result.results()["cells"]
-    }
+    chains = ran_chains(cli, spec)
     root = ("ValueError", "root", "cause")
     for python in ("python", "python -S"):
         assert chains[f"kind=group,python={python}"] == [
@@ -296,15 +302,7 @@ def test_a_causes_message_is_never_read_as_a_cause_of_its_own(cli: Cli, tmp_path
         "command: ${{ matrix.python }} paragraphs.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
         "expect:\n  outcome: error\n  exception: ValueError\n"
     )
-    result = cli("run", str(spec))
-    assert result.code == 0, result.stdout + result.stderr
-    chains = {
-        cell["id"]: [
-            (link["type"], link["message"], link["link"])
-            for link in cell["attempts"][0]["outcome"]["chain"]
-        ]
-        for cell in result.results()["cells"]
-    }
+    chains = ran_chains(cli, spec)
     top = ("RuntimeError", "top", None)
     for python in ("python", "python -S"):
         raised = chains[f"kind=raised,python={python}"]
