@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,27 @@ int main() { throw std::runtime_error("bad shape 3 != 4"); }
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 
 
-def _build(work: Path) -> None:
+def _build(work: Path, name: str = "solver", source: str = _SOURCE) -> None:
+    """`work/name`, built by g++ from `source`."""
     work.mkdir(parents=True, exist_ok=True)
-    (work / "solver.cpp").write_text(_SOURCE)
-    subprocess.run(["g++", "-O0", "-o", str(work / "solver"), str(work / "solver.cpp")], check=True)
+    (work / f"{name}.cpp").write_text(source)
+    subprocess.run(["g++", "-O0", "-o", str(work / name), str(work / f"{name}.cpp")], check=True)
+
+
+def _from_ticket(cli: Cli, tmp_path: Path, paste: str) -> None:
+    """`capture --from-log ticket.md -o t.yaml` of a ticket holding `paste`; it succeeded."""
+    (tmp_path / "ticket.md").write_text(paste)
+    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+
+
+def _ran_ticket(cli: Cli, tmp_path: Path) -> dict[str, Any]:
+    """The one cell of `run t.yaml` in tmp_path/work, which succeeded."""
+    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    cell: dict[str, Any]
+    (cell,) = ran.results()["cells"]
+    return cell
 
 
 def test_an_uncaught_cxx_exception_is_the_crashs_however_its_abort_is_seen(
@@ -76,18 +94,14 @@ def test_a_ticket_of_the_terminate_words_alone_reads_the_crash_a_live_run_meets(
     work = tmp_path / "work"
     _build(work)
     printed = subprocess.run(["./solver"], cwd=work, capture_output=True, text=True).stderr
-    (tmp_path / "ticket.md").write_text(f"Our solver dies:\n\n    $ ./solver\n{printed}\n")
-    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
-    assert made.code == 0, made.stdout + made.stderr
+    _from_ticket(cli, tmp_path, f"Our solver dies:\n\n    $ ./solver\n{printed}\n")
     document = load_spec(str(tmp_path / "t.yaml")).document
     assert document["expect"] == {
         "outcome": "crash",
         "signal": "SIGABRT",
         "exception": "std::runtime_error",
     }, document["expect"]
-    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    (cell,) = ran.results()["cells"]
+    cell = _ran_ticket(cli, tmp_path)
     assert cell["verdict"] == "reproduced", cell
 
 
@@ -118,23 +132,17 @@ def test_a_ticket_of_a_cxx_type_no_python_class_spells_writes_a_valid_spec(
     spells them; capture wrote them as `exception`, and `validate` refused its own spec
     ("names no exception class"). They are valid, and a run judges them as written."""
     work = tmp_path / "work"
-    work.mkdir()
-    (work / "types.cpp").write_text(_TYPES)
-    subprocess.run(["g++", "-O0", "-o", str(work / "types"), str(work / "types.cpp")], check=True)
+    _build(work, "types", _TYPES)
     command = f"./types {argument}".strip()
     printed = subprocess.run(command.split(), cwd=work, capture_output=True, text=True).stderr
     assert f"instance of '{thrown}'" in printed, printed
-    (tmp_path / "ticket.md").write_text(f"It dies:\n\n    $ {command}\n{printed}\n")
-    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
-    assert made.code == 0, made.stdout + made.stderr
+    _from_ticket(cli, tmp_path, f"It dies:\n\n    $ {command}\n{printed}\n")
     expect = load_spec(str(tmp_path / "t.yaml")).document["expect"]
     assert isinstance(expect, dict), expect
     assert expect["exception"] == thrown, expect
     checked = cli("validate", "t.yaml", cwd=tmp_path)
     assert "names no exception class" not in checked.stdout + checked.stderr, checked.stderr
-    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    (cell,) = ran.results()["cells"]
+    cell = _ran_ticket(cli, tmp_path)
     assert cell["attempts"][0]["outcome"]["exception"] == thrown, cell
     assert cell["verdict"] == "reproduced", cell
 
@@ -172,9 +180,7 @@ def test_a_terminate_another_abort_follows_is_not_the_crashs_exception(
     terminate anywhere on stderr, and under environment.memory was said to be the memory
     limit's. The abort the process died of is the assert's (glibc's, or musl's words); a
     terminate that is the last abort reported is still the crash's, and the limit's."""
-    (tmp_path / "retries.cpp").write_text(_RETRIES)
-    binary = tmp_path / "retries"
-    subprocess.run(["g++", "-O0", "-o", str(binary), str(tmp_path / "retries.cpp")], check=True)
+    _build(tmp_path, "retries", _RETRIES)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: retries\nenvironment: {memory: 200m}\n"
@@ -207,17 +213,13 @@ def test_a_type_no_spec_can_name_is_said_not_expected_by_both_captures(
     all the same: live, its own check of the spec it wrote refused it (exit 2); from a
     ticket, a spec `validate` refused. Both leave it out and quote it in a comment."""
     work = tmp_path / "work"
-    work.mkdir()
-    (work / "fault.cpp").write_text(_POINTER)
-    subprocess.run(["g++", "-O0", "-o", str(work / "fault"), str(work / "fault.cpp")], check=True)
+    _build(work, "fault", _POINTER)
     printed = subprocess.run(["./fault"], cwd=work, capture_output=True, text=True).stderr
     assert "instance of 'Fault*'" in printed, printed
-    (tmp_path / "ticket.md").write_text(f"It dies:\n\n    $ ./fault\n{printed}\n")
     said = "  # std::terminate named Fault*, which expect.exception cannot spell\n"
     live = cli("capture", "-o", str(tmp_path / "live.yaml"), "--", "./fault", cwd=work)
     assert live.code == 0, live.stdout + live.stderr
-    made = cli("capture", "--from-log", "ticket.md", "-o", "t.yaml", cwd=tmp_path)
-    assert made.code == 0, made.stdout + made.stderr
+    _from_ticket(cli, tmp_path, f"It dies:\n\n    $ ./fault\n{printed}\n")
     for name in ("live.yaml", "t.yaml"):
         text = (tmp_path / name).read_text()
         assert said in text, text
@@ -227,7 +229,5 @@ def test_a_type_no_spec_can_name_is_said_not_expected_by_both_captures(
         assert "exception" not in expect, expect
         checked = cli("validate", name, cwd=tmp_path)
         assert "names no exception class" not in checked.stdout + checked.stderr, checked.stderr
-    ran = cli("run", "t.yaml", "--set", "environment.workdir=work", cwd=tmp_path)
-    assert ran.code == 0, ran.stdout + ran.stderr
-    (cell,) = ran.results()["cells"]
+    cell = _ran_ticket(cli, tmp_path)
     assert cell["verdict"] == "reproduced", cell
