@@ -19,6 +19,7 @@ from reprospec.doctor.needs import named_cells
 
 if TYPE_CHECKING:
     from reprospec.venvs import IndexConfig, Interpreter
+    from reprospec.venvs.resolve import Resolved
 
 _UNSATISFIABLE_TODO = (
     "name versions the index has (`uv pip compile` of the same list says which is missing), "
@@ -163,15 +164,7 @@ def resolve_check(
             timeouts += answer.stopped == "timed_out"
             if answer.stopped == "unreached" or timeouts >= _TIMEOUTS:
                 stopped = answer.stopped
-            todos[
-                _SLOW_TODO
-                if answer.slow
-                else _OFFLINE_BUILD_TODO
-                if answer.offline_build
-                else _STOPPED[answer.stopped][1]
-                if answer.stopped
-                else _FAILED_TODO
-            ] = None
+            todos[_unknown_todo(answer)] = None
     if unasked:
         unknown.append(
             f"{plural(unasked, 'other package list')} not checked: {_STOPPED[stopped][0]}"
@@ -248,6 +241,16 @@ def _todo(todos: Mapping[str, None]) -> str:
         todo + _OR_SILENT if todo == _TIMED_OUT_TODO and _UNKNOWN_TODO not in todos else todo
         for todo in todos
     )
+
+
+def _unknown_todo(answer: Resolved) -> str:
+    """What to do of an `unknown` answer: of a slow build, of one that hit a network
+    failure of its own, of a stopped resolve (`_STOPPED`), else of uv's own error."""
+    if answer.slow:
+        return _SLOW_TODO
+    if answer.offline_build:
+        return _OFFLINE_BUILD_TODO
+    return _STOPPED[answer.stopped][1] if answer.stopped else _FAILED_TODO
 
 
 def _built(
