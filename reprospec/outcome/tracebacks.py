@@ -573,9 +573,7 @@ def _chains(lines: list[str]) -> list[_Chain]:
         unraised: list[PythonException] = []
         first = index
         if link is not None:
-            unraised, first, continues = _unraised(lines, index, chains[-1].last if chains else -1)
-            if unraised:
-                link = _link_before(lines, first) if continues else None
+            unraised, first, link = _unraised(lines, index, chains[-1].last if chains else -1)
         if link is not None and chains:
             chain = chains[-1].exceptions
             chain[-1] = replace(chain[-1], link=link)
@@ -591,12 +589,15 @@ def _chains(lines: list[str]) -> list[_Chain]:
     return chains
 
 
-def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonException], int, bool]:
+def _unraised(
+    lines: list[str], header: int, floor: int
+) -> tuple[list[PythonException], int, str | None]:
     """The exceptions of a chain printed with no traceback (never raised) just above the
     traceback at `header`, which a link line follows: CPython prints each as its exception
     line and message alone (`ValueError: root`), a group as its `| ` lines; primary first,
-    each with the link below it. Also the line the first of them begins at, and whether a
-    link line stands above it (the chain goes on above it: a traceback's block).
+    each with the link below it. Also the line the first of them begins at (`header` where
+    there are none), and the link above that line (`_link_before`'s reading of it): the
+    chain goes on above it, a traceback's block; None where none stands there.
 
     Read back from the link line, one exception at a time (`_unraised_above`), above
     `floor` (the header of the last block read already)."""
@@ -607,7 +608,7 @@ def _unraised(lines: list[str], header: int, floor: int) -> tuple[list[PythonExc
         exception, first = read
         found.insert(0, replace(exception, link=_link_of(lines[at])))
         at = _link_index(lines, first)
-    return found, first, bool(found) and at is not None
+    return found, first, None if at is None else _link_of(lines[at])
 
 
 # A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
