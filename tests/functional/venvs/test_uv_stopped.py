@@ -23,7 +23,7 @@ import pytest
 from reprospec import venvs
 from reprospec.venvs import build
 from reprospec.venvs.resolve import resolve
-from tests.support.cli import interrupt_when
+from tests.support.cli import CliResult, interrupt_when
 from tests.support.envs import make_slow_sdist
 
 SLOW = "reprospec-uvstopped"
@@ -185,14 +185,35 @@ def _fake_uv(folder: Path) -> Path:
     return uv
 
 
+def _marked_fake_uv(tmp_path: Path, leftovers: list[bytes]) -> tuple[Path, str]:
+    """A `_fake_uv` in tmp_path/fake and the marker (MARK's value) to start it with, whose
+    processes are killed as the test ends."""
+    uv = _fake_uv(tmp_path / "fake")
+    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
+    leftovers.append(f"{MARK}={marker}".encode())
+    return uv, marker
+
+
+def _stopped_twice(
+    uv: Path, code: str, *args: str, env: dict[str, str], signum: int = signal.SIGINT
+) -> CliResult:
+    """`python -c CODE UV ARGS`, sent `signum` once the fake `uv` started and again once the
+    first was heard (_stop sent uv its SIGTERM and is waiting for it)."""
+    return interrupt_when(
+        [sys.executable, "-c", code, str(uv), *args],
+        (uv.parent / "started").exists,
+        env=env,
+        signum=signum,
+        again_when=(uv.parent / "termed").exists,
+    )
+
+
 def test_run_uv_past_its_timeout_says_so_and_ends_its_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leftovers: list[bytes]
 ) -> None:
     # resolve's tests stub run_uv: its own message, and its stop of a uv that ignores the
     # SIGTERM (the SIGKILL that follows), are this one's.
-    uv = _fake_uv(tmp_path / "fake")
-    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
-    leftovers.append(f"{MARK}={marker}".encode())
+    uv, marker = _marked_fake_uv(tmp_path, leftovers)
     monkeypatch.setattr(build, "uv_binary", lambda: str(uv))
     # The fake needs its Python started and its SIGTERM handler installed before the stop:
     # 1.5 s was not always that on a loaded machine (the SIGTERM came first and killed it).
@@ -212,22 +233,14 @@ def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
 ) -> None:
     # A second Ctrl-C during _stop's wait for uv (no stop handler holds it back: the Python
     # API) skipped the group's SIGKILL: a uv that had not yet ended, and its backend, ran on.
-    uv = _fake_uv(tmp_path / "fake")
-    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
-    leftovers.append(f"{MARK}={marker}".encode())
+    uv, marker = _marked_fake_uv(tmp_path, leftovers)
     code = (
         "import sys\n"
         "from reprospec.venvs import build\n"
         "build.uv_binary = lambda: sys.argv[1]\n"
         "build.run_uv(['pip', 'compile', '-'], timeout=600)\n"
     )
-    done = interrupt_when(
-        [sys.executable, "-c", code, str(uv)],
-        (uv.parent / "started").exists,
-        env={MARK: marker},
-        # The first Ctrl-C was heard: _stop sent the SIGTERM and is waiting for uv.
-        again_when=(uv.parent / "termed").exists,
-    )
+    done = _stopped_twice(uv, code, env={MARK: marker})
     assert "KeyboardInterrupt" in done.stderr, done.stderr
     # Every member of its group carries the marker (uv, the child it started): none is left.
     assert _left_after_stop(f"{MARK}={marker}".encode()) == []
@@ -238,9 +251,7 @@ def test_a_second_signal_to_doctor_while_uv_is_stopped_says_only_that_it_stops(
 ) -> None:
     # doctor writes nothing when stopped: a second SIGTERM during _stop's wait for uv was
     # told "stopping: writing what finished first", the engine verbs' words.
-    uv = _fake_uv(tmp_path / "fake")
-    marker = f"{tmp_path.name}-{os.urandom(8).hex()}"
-    leftovers.append(f"{MARK}={marker}".encode())
+    uv, marker = _marked_fake_uv(tmp_path, leftovers)
     code = (
         "import sys\n"
         "from reprospec.cli import main\n"
@@ -250,13 +261,12 @@ def test_a_second_signal_to_doctor_while_uv_is_stopped_says_only_that_it_stops(
         "build._UV_STOP_S = 10.0\n"
         "sys.exit(main(['doctor', sys.argv[2], '--runner', 'venv']))\n"
     )
-    done = interrupt_when(
-        [sys.executable, "-c", code, str(uv), str(_spec(tmp_path))],
-        (uv.parent / "started").exists,
+    done = _stopped_twice(
+        uv,
+        code,
+        str(_spec(tmp_path)),
         env={MARK: marker, "REPROSPEC_ENVS": str(tmp_path / "envs")},
         signum=signal.SIGTERM,
-        # The first was heard: _stop sent uv its SIGTERM and is waiting for it.
-        again_when=(uv.parent / "termed").exists,
     )
     assert "reprospec: already stopping" in done.stderr, done.stderr
     assert "writing what finished" not in done.stderr, done.stderr
