@@ -830,61 +830,41 @@ def exception_after(lines: list[str], header: int) -> PythonException | None:
     first (interleaved output). capture's footprint asks it of each traceback it picks
     from."""
     group = "Exception Group" in lines[header]
-    index = _exception_index(lines, header)
-    if index is None:
-        return None
-    read = _exception_at(lines, index, group=group, quoted=_quoted(lines, header))
-    return None if read is None else read[0]
-
-
-def _exception_at(
-    lines: list[str], index: int, *, group: bool = False, quoted: bool = False
-) -> tuple[PythonException, int] | None:
-    """The exception whose line is `lines[index]` (a group's `| `-prefixed where `group`;
-    `quoted`: inside a pool's quotes) and the index past the last line its message was read
-    from; None where that line is no exception's (interleaved output: not a traceback we
-    can trust). The one rule of where a message ends."""
-    line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
-    match = EXCEPTION_LINE.match(line.rstrip())
-    if match is None:
-        return None
-    message_lines = [match["message"]] if match["message"] is not None else []
-    reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
-    most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
-    end = index + 1
-    for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
-        if group:
-            # Inside a group a message's first line is prefixed, 3.11 prints the rest
-            # bare (`  | ExceptionGroup: first` then `second (1 sub-exception)`: the
-            # message was `first`); "+-+----" starts a member.
-            if _GROUP_PREFIX.match(extra):
-                extra = _GROUP_PREFIX.sub("", extra)
-            elif _GROUP_RULE.match(extra) or not _continues_a_group(lines, at):
-                break
-        if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
-            break
-        if quoted and _QUOTES.match(extra):
-            break
-        if not message_lines:
-            break  # `KeyboardInterrupt` alone: what follows is other output
-        message_lines.append(extra)
-        end = at + 1
-    message = "\n".join(message_lines).strip() or None
-    members = _group_members(lines, index + 1) if group else ()
-    return PythonException(match["type"], message, members=members), end
-
-
-def _exception_index(lines: list[str], header: int) -> int | None:
-    """The line after the frames of the traceback whose header is `lines[header]`: its
-    exception's, where it is one; None where the lines end first."""
-    group = "Exception Group" in lines[header]
-    for index in range(header + 1, len(lines)):
+    quoted = _quoted(lines, header)
+    index = header + 1
+    while index < len(lines):
         line = _GROUP_PREFIX.sub("", lines[index]) if group else lines[index]
         # A frame's lines are indented; a blank one stands among them where CPython printed
         # a frame's source line empty (a SIGCHLD handler that ran on a `def` line), and
         # ended the traceback there: the RuntimeError after it was lost (`error exit 1`).
-        if not (line[:1].isspace() or not line):
-            return index
+        if line[:1].isspace() or not line:
+            index += 1
+            continue
+        match = EXCEPTION_LINE.match(line.rstrip())
+        if match is None:
+            return None  # interleaved output: not a traceback we can trust
+        message_lines = [match["message"]] if match["message"] is not None else []
+        reraised = bool(message_lines) and _RERAISED.match(message_lines[0]) is not None
+        most = _MAX_RERAISED_LINES if reraised else _MAX_MESSAGE_LINES
+        for at, extra in enumerate(lines[index + 1 : index + most], index + 1):
+            if group:
+                # Inside a group a message's first line is prefixed, 3.11 prints the rest
+                # bare (`  | ExceptionGroup: first` then `second (1 sub-exception)`: the
+                # message was `first`); "+-+----" starts a member.
+                if _GROUP_PREFIX.match(extra):
+                    extra = _GROUP_PREFIX.sub("", extra)
+                elif _GROUP_RULE.match(extra) or not _continues_a_group(lines, at):
+                    break
+            if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
+                break
+            if quoted and _QUOTES.match(extra):
+                break
+            if not message_lines:
+                break  # `KeyboardInterrupt` alone: what follows is other output
+            message_lines.append(extra)
+        message = "\n".join(message_lines).strip() or None
+        members = _group_members(lines, index + 1) if group else ()
+        return PythonException(match["type"], message, members=members)
     return None
 
 
