@@ -443,10 +443,11 @@ class ExpectChecks:
 
 
 _OUTCOMES = ("pass", "error", "crash", "hang", "fail")
-# A class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`; or as
-# std::terminate does, C++'s (`std::runtime_error`, `c10::Error`: outcome/cxxterminate.py),
-# the exception of a crash by SIGABRT.
-_EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:(?:\.|::)[^\W\d]\w*)*")
+# A Python class's name as a traceback prints it: `ValueError`, `torch.OutOfMemoryError`.
+# C++'s (`std::runtime_error`, `c10::Error`: outcome/cxxterminate.py), an expected crash's
+# by SIGABRT, is `_is_cxx_type`'s to accept: a `::` here let a mix of the two
+# (`torch.x::y`) pass as either, and a fault's C++ name be told it is no builtin.
+_EXCEPTION_NAME = Lazy(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 # C++'s type as std::terminate prints it, demangled, which capture writes as the spec's
 # `exception` and a crash's outcome holds as printed: a template's (`boost::wrapexcept<
 # boost::bad_lexical_cast>`), a pointer's (`char const*`, of `throw "text"`), `(anonymous
