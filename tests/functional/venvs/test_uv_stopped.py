@@ -208,6 +208,21 @@ def _stopped_twice(
     )
 
 
+def _raised_in_stops_wait(stderr: str) -> bool:
+    """Whether the last exception Python printed was raised in `build._stop`'s own code
+    before its SIGKILL (its wait for uv), not later: its traceback's innermost frame is
+    `_stop` (a frame within `proc.wait()`, after the SIGKILL, would be subprocess's), at a
+    line other than the SIGKILL's."""
+    last = stderr.rpartition("Traceback (most recent call last):")[2].splitlines()
+    frames = [i for i, line in enumerate(last) if line.startswith('  File "')]
+    if not frames:
+        return False
+    innermost = last[frames[-1]]
+    at = last[frames[-1] + 1] if frames[-1] + 1 < len(last) else ""
+    in_stop = innermost.endswith(", in _stop") and "/venvs/build.py" in innermost
+    return in_stop and "SIGKILL" not in at
+
+
 def test_run_uv_past_its_timeout_says_so_and_ends_its_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leftovers: list[bytes]
 ) -> None:
@@ -238,10 +253,16 @@ def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
         "import sys\n"
         "from reprospec.venvs import build\n"
         "build.uv_binary = lambda: sys.argv[1]\n"
+        # _stop waits 2 s for uv: a second signal later than that (a loaded machine) came
+        # after the group's SIGKILL, and the test passed without the case it is about.
+        "build._UV_STOP_S = 60.0\n"
         "build.run_uv(['pip', 'compile', '-'], timeout=600)\n"
     )
     done = _stopped_twice(uv, code, env={MARK: marker})
     assert "KeyboardInterrupt" in done.stderr, done.stderr
+    # It came while _stop waited for uv (still alive: it ignores SIGTERM), before the
+    # SIGKILL: else this test proves nothing, and says so rather than pass.
+    assert _raised_in_stops_wait(done.stderr), done.stderr
     # Every member of its group carries the marker (uv, the child it started): none is left.
     assert _left_after_stop(f"{MARK}={marker}".encode()) == []
 
