@@ -88,7 +88,6 @@ if TYPE_CHECKING:
         fault_frames,
         full_text,
         hung_frame,
-        hung_process,
         read,
         read_none,
         render_markdown,
@@ -107,7 +106,6 @@ if TYPE_CHECKING:
         NativeStacks,
         ProcessStacks,
         Thread,
-        with_parents,
     )
     from reprospec.native.symbols import short_library, short_symbol
 
@@ -166,7 +164,6 @@ _WHERE = {
     "full_text": "render",
     "gdb_path": "readers",
     "hung_frame": "render",
-    "hung_process": "render",
     "live_stacks": "capture",
     "merge": "capture",
     "move_core": "cores",
@@ -191,7 +188,6 @@ _WHERE = {
     "unnamed_frame": "render",
     "unavailable_reason": "readers",
     "with_native_frame": "render",
-    "with_parents": "stacks",
     "write": "render",
     "write_text": "render",
 }
@@ -248,7 +244,6 @@ __all__ = [
     "full_text",
     "gdb_path",
     "hung_frame",
-    "hung_process",
     "live_stacks",
     "load_stretch",
     "looked_in",
@@ -278,7 +273,6 @@ __all__ = [
     "unnamed_frame",
     "walked_to",
     "with_native_frame",
-    "with_parents",
     "write",
     "write_text",
 ]

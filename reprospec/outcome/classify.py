@@ -531,13 +531,23 @@ def classify(
                     if phase is None or is_test_id(phase):
                         phase, step, stage, module = test.test, None, None, None
             if exception is None:
-                from reprospec.outcome.tracebacks import PythonException, last_line
+                from reprospec.outcome.tracebacks import (
+                    PythonException,
+                    closes_a_group,
+                    group_printed_last,
+                    last_line,
+                )
 
                 # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message;
                 # a warning printed last is none (evidence.ends_with_warning), nor a
-                # thread's exception line (`TypeError: worker failed`).
+                # thread's exception line (`TypeError: worker failed`). A group's closing
+                # rule (`+------`) is none either: the group's own line, where the main
+                # thread printed it (`traceback.print_exc()`, then `sys.exit(2)`).
                 last = None if ends_with_warning(stderr) else last_line(stderr)
-                if last is not None and dead_threads and _a_threads(last, threads, stderr):
+                group = group_printed_last(stderr) if last and closes_a_group(last) else None
+                if group is not None:
+                    last = group
+                elif last is not None and dead_threads and _a_threads(last, threads, stderr):
                     last = None
                 exception = PythonException("", last) if last else None
 

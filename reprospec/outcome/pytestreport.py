@@ -62,6 +62,10 @@ _ERROR_TITLE = Lazy(r"^ERROR at (?P<at>setup|teardown) of ")
 _WRAPPERS = ("uv", "poetry", "pdm", "pipenv", "hatch", "rye", "pipx")
 
 
+# CPython's traceback header at the margin, as `--tb=native` prints a test's exception (the
+# other styles print pytest's own frames, an `E` line for each exception of a chain).
+_NATIVE_HEADER = "Traceback (most recent call last):"
+
 # Where a test's section turns to what it printed and logged (`---- Captured log call
 # ----`, `Captured stderr call`): none of it is the test's exception.
 _CAPTURED = Lazy(r"^-+ Captured .* -+\s*$")
@@ -139,11 +143,13 @@ def first_failure(text: str) -> FailedTest | None:
     section = section[: next((i for i, s in enumerate(section) if _CAPTURED.match(s)), None)]
     from reprospec.outcome.tracebacks import is_group_header, parse_chain
 
-    if section and any(is_group_header(line) for line in section):
+    if section and any(is_group_header(line) or line == _NATIVE_HEADER for line in section):
         # A test that raised an exception group (a TaskGroup's failure): pytest prints it
         # as CPython does, with no `E   ` lines, and its summary shortens it (`ValueError(
         # 'boom') [single exception in Exceptio...`): read as no exception at all. One
         # that raised another from a group prints the group's chain so, then its own `E`.
+        # Under `--tb=native` pytest prints every test's exception as CPython does, its
+        # chain's blocks and link lines too, and no `E` line: its chain read none.
         chain = parse_chain("\n".join(section))
         if chain and not _last_e_block(section):
             exception, message, members = chain[-1].type, chain[-1].message, chain[-1].members

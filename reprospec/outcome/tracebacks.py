@@ -573,7 +573,13 @@ def _chains(lines: list[str]) -> list[_Chain]:
         unraised: list[PythonException] = []
         first = index
         if link is not None:
-            unraised, first, link = _unraised(lines, index, chains[-1].last if chains else -1)
+            # After a logged traceback (`_logged_end`), read from its exception's own
+            # lines on: what follows them is no part of its chain.
+            logged = _logged_end(lines, chains[-1]) if chains else None
+            floor = chains[-1].last if chains else -1
+            unraised, first, link = _unraised(lines, index, floor if logged is None else logged)
+            if logged is not None and link is not None and not _right_after(lines, logged, first):
+                link = None  # other lines stand between: the chain's cause was missed
         if link is not None and chains:
             chain = chains[-1].exceptions
             chain[-1] = replace(chain[-1], link=link)
@@ -599,8 +605,9 @@ def _unraised(
     there are none), and the link above that line (`_link_before`'s reading of it): the
     chain goes on above it, a traceback's block; None where none stands there.
 
-    Read back from the link line, one exception at a time (`_unraised_above`), above
-    `floor` (the header of the last block read already)."""
+    Read back from the link line, one exception at a time (`_unraised_above`), below
+    `floor` (the header of the last block read already; a logged traceback's last line of
+    its own, `_logged_end`)."""
     found: list[PythonException] = []
     first = header
     at = _link_index(lines, header)
@@ -609,6 +616,45 @@ def _unraised(
         found.insert(0, replace(exception, link=_link_of(lines[at])))
         at = _link_index(lines, first)
     return found, first, None if at is None else _link_of(lines[at])
+
+
+# The line a logging call prints above the traceback of an exception the program handled
+# (`logging.exception(...)`, `log.error(..., exc_info=True)`): its record, which names its
+# level in every common format (`ERROR:root:lookup failed`, `2026-12-07 10:15:02 ERROR
+# lookup failed`, loguru's `| ERROR    |`). A traceback under one is printed in full by the
+# logger, so its chain ends there: the process went on from it.
+_LOG_RECORD = Lazy(r"\b(?:ERROR|CRITICAL|FATAL|EXCEPTION)\b")
+
+
+def _logged_end(lines: list[str], chain: _Chain) -> int | None:
+    """The last line of the own lines of `chain`'s last exception (its first message line
+    and the indented ones under it, as `went_on` keeps them) where a log record stands
+    right above the chain, a logged traceback; None otherwise, and for a group's (its lines
+    end at its closing rule, which `_unraised_above` bounds already).
+
+    Read as the last block's message, the lines after a logged exception ran on to the
+    next chain's cause never raised: `logging.exception(...)` of a KeyError then `raise
+    RuntimeError("top") from ValueError("root")` under `python -S` read the chain
+    `[KeyError("'x'\nValueError: root"), RuntimeError]`, the ValueError lost."""
+    if chain.start < 1 or not _LOG_RECORD.search(lines[chain.start - 1]):
+        return None
+    if "Exception Group" in lines[chain.last]:
+        return None
+    index = chain.last + 1
+    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
+        index += 1  # its frames, as exception_after skips them
+    if index >= len(lines):
+        return None
+    while index + 1 < len(lines) and lines[index + 1][:1].isspace():
+        index += 1
+    return index
+
+
+def _right_after(lines: list[str], end: int, first: int) -> bool:
+    """Whether the link line above `lines[first]` stands right after `lines[end]`, with
+    only blank lines between: the chain of the exception ending there goes on."""
+    at = _link_index(lines, first)
+    return at is not None and all(not line.strip() for line in lines[end + 1 : at])
 
 
 # A type that names itself an exception class (`ValueError`, `torch.OutOfMemoryError`,
@@ -673,7 +719,9 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
     bound = lines[top - 1] if top > 0 else ""
     if top > 0 and _link_of(bound) is not None:
         return _unraised_at(lines, first, end, any_type=True)
-    if top > 0 and (top - 1 == floor or TRACEBACK_HEADER in bound or STACK_FRAME.match(bound)):
+    # (`floor` is a header, which bounds as one, or a logged exception's last line, from
+    # which the program's other output goes on.)
+    if top > 0 and (TRACEBACK_HEADER in bound or STACK_FRAME.match(bound)):
         return None
     nearest = max(first, end - _MAX_MESSAGE_LINES + 1)
     found = [read for index in range(nearest, end + 1) if (read := _unraised_at(lines, index, end))]
@@ -917,6 +965,38 @@ def _group_members(lines: list[str], start: int) -> tuple[PythonException, ...]:
     if column is None:
         return ()
     return _members_at(found, column)
+
+
+def group_printed_last(text: str) -> str | None:
+    """The exception line of the group whose traceback the main thread printed last, where
+    `text` ends in that group's closing rule (`ExceptionGroup: two failed (2
+    sub-exceptions)`, its message's first line and the indented ones under it, as
+    `went_on` keeps them); None where it ends otherwise, or in another's rule (a thread's
+    group, one Python ignored, a member's).
+
+    A process that printed a group it handled (`traceback.print_exc()`,
+    `logging.exception`) and exited its own way (`sys.exit(2)`) takes its message from
+    stderr's last line, as one that printed any other exception does (`KeyError: 'x'`):
+    that line is the group's closing rule, `+------------------------------------`, which
+    says nothing; the group's own line is what it printed of its failure."""
+    lines = _lines(text)
+    end = len(lines) - 1
+    while end >= 0 and not lines[end].strip():
+        end -= 1
+    rule = _GROUP_RULE.match(lines[end]) if end >= 0 else None
+    # The outermost group's members' rules stand at column 4 (`    +---`), under its
+    # header at column 2 (`  + Exception Group Traceback`).
+    if rule is None or rule["label"] is not None or rule["lead"] != "    +":
+        return None
+    chains = _chains(lines)
+    if (
+        not chains
+        or chains[-1].context != "uncaught"
+        or not is_group_header(lines[chains[-1].last])
+    ):
+        return None
+    group = went_on(chains[-1].exceptions[-1])
+    return f"{group.type}: {group.message}" if group.message else group.type
 
 
 def closes_a_group(line: str) -> bool:

@@ -484,7 +484,12 @@ def test_a_task_groups_last_traceback_is_expected_by_its_member() -> None:
     # The process's own last line stays the message, a member's or none (review); the
     # group's closing rule, stderr's last line where the group was printed last, is none.
     rule = "+------------------------------------"
-    for said, message in (("giving up after 3 retries", "giving up after"), (rule, "valueerror")):
+    own = "ExceptionGroup: unhandled errors in a TaskGroup (2 sub-exceptions)"
+    for said, message in (
+        ("giving up after 3 retries", "giving up after"),
+        (rule, "valueerror"),
+        (own, "valueerror"),
+    ):
         two = printed(1, "KeyError", "ValueError", said=said)
         expect, _ = expectation(observe([two, printed(2, "ValueError", said=said)]))
         assert expect["exception"] == "ValueError"

@@ -348,6 +348,9 @@ def test_a_group_logged_before_another_exit_keeps_its_members(tmp_path: Path) ->
     assert judge_attempt(outcome, Expectation("error", exception="ValueError")).matched
     assert not judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
     assert outcome_from_dict(outcome_to_dict(outcome)) == outcome
+    # Its message is the group's own line, as a KeyError's would be (`KeyError: 'x'`), not
+    # stderr's last line, the group's closing rule `+------------------------------------`.
+    assert outcome.message == "ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)"
 
 
 def test_a_threads_group_is_named_by_its_members_in_the_detail(tmp_path: Path) -> None:
@@ -592,3 +595,45 @@ def test_a_threads_cause_never_raised_is_the_threads_not_the_main_threads() -> N
     (never what ended the process), and the cause is one of the types it printed."""
     assert [(e.type, e.link) for e in parse_chain(THREAD_UNRAISED_CAUSE)] == [("KeyError", None)]
     assert raised_types(THREAD_UNRAISED_CAUSE) == ("ValueError", "RuntimeError", "KeyError")
+
+
+# `logging.exception("lookup failed")` of a KeyError, then `raise RuntimeError("top") from
+# ValueError("root")`, under `python -S` (CPython 3.11's output).
+LOGGED_THEN_UNRAISED = """\
+ERROR:root:lookup failed
+Traceback (most recent call last):
+  File "/w/lg.py", line 3, in <module>
+    {}["x"]
+    ~~^^^^^
+KeyError: 'x'
+ValueError: root
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/lg.py", line 6, in <module>
+    raise RuntimeError("top") from ValueError("root")
+RuntimeError: top
+"""
+
+
+def test_a_logged_traceback_ends_its_chain_at_its_own_lines() -> None:
+    """The lines after a logged exception's own are no part of its message: a cause never
+    raised among them is the next chain's (it read `KeyError("'x'\\nValueError: root")`,
+    the cause of RuntimeError); other lines among them leave that chain's cause missed."""
+    assert [(e.type, e.message, e.link) for e in parse_chain(LOGGED_THEN_UNRAISED)] == [
+        ("ValueError", "root", "cause"),
+        ("RuntimeError", "top", None),
+    ]
+    two = LOGGED_THEN_UNRAISED.replace("ValueError: root", "retrying\nValueError: root")
+    assert [e.type for e in parse_chain(two)] == ["ValueError", "RuntimeError"]
+    # Two lines that may each be the cause's (`print("ConfigError: was retried")`): none.
+    doubt = LOGGED_THEN_UNRAISED.replace("ValueError: root", "ConfigError: x\nValueError: root")
+    assert [(e.type, e.link) for e in parse_chain(doubt)] == [("RuntimeError", None)]
+    # A chain printed right under a log record (`log.error(...)`, then the raise): its
+    # blocks are one chain, as ever.
+    raised = LOGGED_THEN_UNRAISED.replace("KeyError: 'x'\nValueError: root\n", "KeyError: 'x'\n")
+    assert [(e.type, e.link) for e in parse_chain(raised)] == [
+        ("KeyError", "cause"),
+        ("RuntimeError", None),
+    ]

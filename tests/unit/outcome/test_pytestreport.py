@@ -647,3 +647,40 @@ def test_a_short_reports_assert_in_a_groups_handler_keeps_its_exception() -> Non
         ("ExceptionGroup", ["ValueError"]),
         ("AssertionError", []),
     ]
+
+
+# `pytest -q --tb=native`: a test's chain as CPython prints it, no `E` line (pytest 9's own
+# frames between left out).
+NATIVE = """\
+=================================== FAILURES ===================================
+__________________________________ test_chain __________________________________
+Traceback (most recent call last):
+  File "/w/test_chain.py", line 6, in test_chain
+    load()
+  File "/w/test_chain.py", line 2, in load
+    raise KeyError("missing")
+KeyError: 'missing'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/.venv/lib/python3.11/site-packages/_pytest/runner.py", line 361, in from_call
+    result: TResult | None = func()
+                             ^^^^^^
+  File "/w/test_chain.py", line 8, in test_chain
+    raise RuntimeError("wrapped") from e
+RuntimeError: wrapped
+=========================== short test summary info ============================
+FAILED test_chain.py::test_chain - RuntimeError: wrapped
+1 failed in 0.19s
+"""
+
+
+def test_a_native_traceback_gives_the_tests_chain() -> None:
+    failed = first_failure(NATIVE)
+    assert failed is not None
+    assert (failed.exception, failed.message) == ("RuntimeError", "wrapped")
+    assert [(e.type, e.message, e.link) for e in failed.chain] == [
+        ("KeyError", "'missing'", "cause"),
+        ("RuntimeError", "wrapped", None),
+    ]

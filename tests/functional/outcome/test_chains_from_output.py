@@ -1,0 +1,161 @@
+"""Exception chains and groups read from what real programs print, through `reprospec run`.
+
+A group the main thread printed and went on from (`traceback.print_exc()`, then
+`sys.exit(2)`) read its closing rule `+------------------------------------` as the
+message; a pytest run under `--tb=native` read no chain; and a traceback logged by
+`logging.exception` ran on, under `python -S`, into the cause never raised of the next
+chain (`KeyError("'x'\\nValueError: root")`): `expect.exception: ValueError` missed.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import Cli
+
+_GROUPS = textwrap.dedent(
+    """
+    import logging, sys, traceback
+    kind, code = sys.argv[1], int(sys.argv[2])
+    group = (
+        BaseExceptionGroup("stop", [KeyboardInterrupt()])
+        if kind == "base"
+        else ExceptionGroup("two failed", [ValueError("v"), TypeError("t")])
+    )
+    if kind == "uncaught":
+        raise group
+    try:
+        raise group
+    except BaseExceptionGroup:
+        if kind == "logged":
+            logging.exception("request failed")
+        else:
+            traceback.print_exc()
+    sys.exit(code)
+    """
+)
+
+
+def _outcomes(cli: Cli, spec: Path) -> dict[str, dict[str, Any]]:
+    """`reprospec run SPEC`, which succeeded: each cell's first attempt's outcome by cell id."""
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    return {cell["id"]: cell["attempts"][0]["outcome"] for cell in result.results()["cells"]}
+
+
+def test_a_group_printed_last_gives_its_own_line_never_its_closing_rule(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Printed, then `sys.exit(2)`: the message is the group's own line, as a KeyError's
+    would be (`KeyError: 'x'`), its type and members the last traceback's; printed, then
+    `sys.exit(1)`, and uncaught, the group is the exception, its message its own. Read from
+    stderr alone too (`python -S`)."""
+    (tmp_path / "groups.py").write_text(_GROUPS)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: printed-groups\nmatrix:\n"
+        "  kind: [printed, logged, base, uncaught]\n  code: [1, 2]\n"
+        "  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} groups.py ${{ matrix.kind }} ${{ matrix.code }}\n"
+        "run: {timeout: 30s}\nexpect: {outcome: error}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    assert len(outcomes) == 16
+    said = {
+        "printed": ("ExceptionGroup", "two failed (2 sub-exceptions)"),
+        "logged": ("ExceptionGroup", "two failed (2 sub-exceptions)"),
+        "base": ("BaseExceptionGroup", "stop (1 sub-exception)"),
+        "uncaught": ("ExceptionGroup", "two failed (2 sub-exceptions)"),
+    }
+    for cell, outcome in outcomes.items():
+        kind = cell.split(",")[0].removeprefix("kind=")
+        group, message = said[kind]
+        assert "+--" not in (outcome["message"] or ""), (cell, outcome)
+        if ",code=2," in f"{cell}," and kind != "uncaught":
+            # The process went on from the group: no exception of the outcome.
+            assert (outcome["exception"], outcome["message"]) == (None, f"{group}: {message}")
+            assert outcome["signature"] == "error:exit-2", (cell, outcome)
+            assert outcome["last_traceback"]["type"] == group, (cell, outcome)
+            assert outcome["last_traceback"]["members"], (cell, outcome)
+        else:
+            assert (outcome["exception"], outcome["message"]) == (group, message), (cell, outcome)
+            assert outcome["members"], (cell, outcome)
+
+
+_LOGGED = textwrap.dedent(
+    """
+    import logging, sys
+    logging.basicConfig(format=sys.argv[1])
+    try:
+        {}["x"]
+    except KeyError:
+        logging.exception("lookup failed")
+    raise RuntimeError("top") from ValueError("root")
+    """
+)
+
+
+def test_a_logged_traceback_is_no_part_of_the_chain_that_ends_the_process(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`logging.exception(...)` then `raise RuntimeError("top") from ValueError("root")`:
+    the logged KeyError's traceback is read apart (the log record above it), and the cause
+    never raised below it keeps its place in the chain, in logging's default format and a
+    dated one, from the program's record and from stderr alone (`python -S`)."""
+    (tmp_path / "logged.py").write_text(_LOGGED)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: logged\nmatrix:\n"
+        "  format: ['%(levelname)s:%(name)s:%(message)s',"
+        " '%(asctime)s %(levelname)s %(message)s']\n"
+        "  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} logged.py '${{ matrix.format }}'\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error, exception: ValueError, message: '^root$'}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    assert len(outcomes) == 4
+    for cell, outcome in outcomes.items():
+        chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
+        assert chain == [("ValueError", "root", "cause"), ("RuntimeError", "top", None)], cell
+
+
+_NATIVE = textwrap.dedent(
+    """
+    def load():
+        raise KeyError("missing")
+
+    def test_raised():
+        try:
+            load()
+        except KeyError as e:
+            raise RuntimeError("wrapped") from e
+
+    def test_unraised():
+        raise RuntimeError("top") from KeyError("root")
+    """
+)
+
+
+def test_a_pytest_native_traceback_gives_the_tests_chain(cli: Cli, tmp_path: Path) -> None:
+    """`--tb=native` prints a test's chain as CPython does, link lines and all, and no `E`
+    line: the chain read none, and `expect.exception: KeyError` (the cause) missed."""
+    (tmp_path / "test_native.py").write_text(_NATIVE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: native\nmatrix:\n  test: [test_raised, test_unraised]\n"
+        "command: python -m pytest -q -p no:cacheprovider --tb=native"
+        " test_native.py::${{ matrix.test }}\nrun: {timeout: 60s}\n"
+        "expect: {outcome: error, exception: KeyError}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    chains = {
+        cell: [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
+        for cell, outcome in outcomes.items()
+    }
+    assert chains == {
+        "test=test_raised": [("KeyError", "'missing'", "cause"), ("RuntimeError", "wrapped", None)],
+        "test=test_unraised": [("KeyError", "'root'", "cause"), ("RuntimeError", "top", None)],
+    }, chains
+    assert {outcome["exception"] for outcome in outcomes.values()} == {"RuntimeError"}
