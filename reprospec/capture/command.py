@@ -184,8 +184,9 @@ class Observed:
     # no Python frame names it (a C program), a crash's or a hang's native one
     # (`main@seg`: footprint.native_frame).
     frame: str | None = None
-    # A crash's process where its core is another program's than the command's own (`./seg`
-    # under `sh -c './seg; exit $?'`, which `frame` is of: footprint.NativePlace); "" else.
+    # A crash's or a native hang's process where it is another program's than the command's
+    # own (`./seg` under `sh -c './seg; exit $?'`, `./nap` under `make`, which `frame` is
+    # of: footprint.NativePlace); "" else.
     process: str = ""
     # The other failure signatures seen (each an Observed of its own, most common first):
     # the spec expects one, and the others are said, with how to target each (alsoseen.py).
@@ -1236,6 +1237,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         # Where it sat, as the title says and a crash's `signal` comment names its frame:
         # `expect` has no key for a place, and a C program's hang read `outcome: hang` alone.
         comments["outcome"] = f"hung in {observed.frame}"
+        if observed.process:
+            # A launcher's child, as the title says it and a crash's `signal` comment does.
+            comments["outcome"] = f"hung {_ran_by(observed.process)}, in {observed.frame}"
         placed = True
     # The other failures seen are said on `outcome`, after the hang's place, but not beside
     # a hang's cause (the import, the dead child): that line says it alone, and the
@@ -1271,7 +1275,8 @@ def _ran_by(process: str) -> str:
     """`in a process it ran (seg)`: a crash whose core is another program's than the
     command's (a shell's child), as a child's is said (`in a child process (seg)`), though
     the engine counts it the main process's (its shell's exit status 139 said the signal):
-    `sh: SIGSEGV in main@seg` read as if sh crashed."""
+    `sh: SIGSEGV in main@seg` read as if sh crashed; and a hang whose native place is such
+    a process's (`make: hang in clock_nanosleep@libc<-main@nap` read as if make slept)."""
     return f"in a process it ran ({_short(process)})"
 
 
@@ -1535,7 +1540,8 @@ def _title(
     where = (
         f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
         if outcome.where in ("worker", "child")
-        else f" {_ran_by(observed.process)}," if outcome.kind == "crash" and observed.process
+        else f" {_ran_by(observed.process)},"
+        if outcome.kind in ("crash", "hang") and observed.process
         else ""
     )  # fmt: skip
     if outcome.kind == "hang" and (child := outcome.crashed_child) is not None:

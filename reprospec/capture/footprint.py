@@ -906,9 +906,10 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
 @frozen
 class NativePlace:
     """Where a failure with no Python frame was (`native_frame`): its frame (`main@seg`),
-    and for a crash whose core is another program's than the command's own (`sh -c
-    './seg; exit $?'`: the shell's child), that process as its core names it (`./seg`);
-    "" where it is the command's own program, or for a hang."""
+    and where that is another program's than the command's own, that process as its core
+    or its live stacks name it (`./seg`): a crash's under `sh -c './seg; exit $?'` (the
+    shell's child), a hang's under a launcher (`make`, a C parent reading `./nap`'s
+    output); "" where it is the command's own program."""
 
     frame: str
     process: str = ""
@@ -923,21 +924,34 @@ def native_frame(
     native-stacks.json), with that process where it is not the program `argv` runs (a
     shell's child: `sh: SIGSEGV in main@seg` read as if sh crashed); a hang's, where its
     live processes sat, as the run's outcome keeps it (`clock_nanosleep@libc<-main@nap`:
-    `Outcome.hung_native`). A C program's were titled `./seg: SIGSEGV` and `./nap: hang`,
+    `Outcome.hung_native`), with its process by the same rule (`native.hung_process`: a
+    launcher's child). A C program's were titled `./seg: SIGSEGV` and `./nap: hang`,
     though its signature said `main@seg` and its stacks showed `nanosleep` in `main`."""
     for attempt in attempts:
         ran = attempt.ran
         if ran is not None and ran.kind == "hang" and ran.hung_native is not None:
-            return NativePlace(ran.hung_native)
+            # Its process as for a crash: a launcher's child (`make` running `./nap`) was
+            # titled `make: hang in clock_nanosleep@libc<-main@nap`, as if make slept.
+            stacks = native.read(run_dir / attempt.logs)
+            hung = native.hung_process(stacks) if stacks is not None else None
+            if stacks is None or native.hung_frame(stacks) != ran.hung_native:
+                hung = None  # not the stacks the outcome was placed by
+            return NativePlace(ran.hung_native, _other_program(hung, argv))
         if ran is None or ran.kind != "crash":
             continue
         stacks = native.read(run_dir / attempt.logs)
         if stacks is not None and (frame := native.signature_frame(stacks, ran.crashed_pid)):
             process = native.crashed_process(stacks, ran.crashed_pid)
-            command = process.command.strip() if process is not None else ""
-            own = not command or _same_program(command.split()[0], argv)
-            return NativePlace(frame, "" if own else command)
+            return NativePlace(frame, _other_program(process, argv))
     return None
+
+
+def _other_program(process: native.ProcessStacks | None, argv: Sequence[str]) -> str:
+    """`process`'s command line where it is another program's than the one `argv` runs (a
+    shell's or a launcher's child), else ""."""
+    command = process.command.strip() if process is not None else ""
+    own = not command or _same_program(command.split()[0], argv)
+    return "" if own else command
 
 
 def _same_program(program: str, argv: Sequence[str]) -> bool:

@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         fault_frames,
         full_text,
         hung_frame,
+        hung_process,
         read,
         read_none,
         render_markdown,
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
         NativeStacks,
         ProcessStacks,
         Thread,
+        with_parents,
     )
     from reprospec.native.symbols import short_library, short_symbol
 
@@ -164,6 +166,7 @@ _WHERE = {
     "full_text": "render",
     "gdb_path": "readers",
     "hung_frame": "render",
+    "hung_process": "render",
     "live_stacks": "capture",
     "merge": "capture",
     "move_core": "cores",
@@ -188,6 +191,7 @@ _WHERE = {
     "unnamed_frame": "render",
     "unavailable_reason": "readers",
     "with_native_frame": "render",
+    "with_parents": "stacks",
     "write": "render",
     "write_text": "render",
 }
@@ -244,6 +248,7 @@ __all__ = [
     "full_text",
     "gdb_path",
     "hung_frame",
+    "hung_process",
     "live_stacks",
     "load_stretch",
     "looked_in",
@@ -273,6 +278,7 @@ __all__ = [
     "unnamed_frame",
     "walked_to",
     "with_native_frame",
+    "with_parents",
     "write",
     "write_text",
 ]

@@ -161,28 +161,107 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     is a launcher too (`_launches`), its place taken only where no other process names
     one. One on a mutex (reap.c's main), in a join beside a thread of its own that hangs,
     or running its own code hangs there. None where only launchers whose main thread waits
-    name one: the child that hangs was not read, and its launcher's wait is no place of it."""
+    name one: the child that hangs was not read, and its launcher's wait is no place of it.
+
+    A launcher that reads its child's output waits in `read` or `poll`, not in `wait4`
+    (cargo's `Command::output`, ctest's epoll loop, a C parent's pipe): `./pp: hang in
+    read@libc<-main@pp` while its `./nap` slept. So a process whose threads only wait on
+    a file descriptor (`_reads`) gives way to a descendant of its own (by the parents
+    `with_parents` recorded) that names a place and is no such reader: leaf first. Not a
+    process that hangs by itself beside an idle child (a parent on a mutex, or one thread
+    reading while another deadlocks): its own place, as before."""
+    found = _hung(stacks)
+    return found[0] if found is not None else None
+
+
+def hung_process(stacks: NativeStacks) -> ProcessStacks | None:
+    """The process whose frame `hung_frame` names: a launcher's child (`./nap` under
+    `make`), which capture's title names as a crash's process is (`in a process it ran
+    (nap)`); None where it names none."""
+    found = _hung(stacks)
+    return found[1] if found is not None else None
+
+
+def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:
+    """`hung_frame`'s place and its process."""
+    idling: tuple[str, ProcessStacks] | None = None
+    placed: list[tuple[str, ProcessStacks, bool]] = []  # each with whether it `_reads`
+    for process in stacks.processes:
+        found = _own_place(process)
+        if found is None:
+            continue
+        place, launches, reads = found
+        if launches:
+            idling = idling or (place, process)
+        else:
+            placed.append((place, process, reads))
+    if not placed:
+        return idling
+    place, process, reads = placed[0]
+    if reads:
+        parents = {p.pid: p.ppid for p in stacks.processes if p.ppid is not None}
+        below = next(
+            (
+                (own, child)
+                for own, child, child_reads in placed
+                if not child_reads and _descends(child.pid, process.pid, parents)
+            ),
+            None,
+        )
+        if below is not None:
+            return below
+    return place, process
+
+
+def _own_place(process: ProcessStacks) -> tuple[str, bool, bool] | None:
+    """A live process's own place (`hung_frame`'s rules), whether it is a launcher that
+    only idles beside its reapers (`_launches`: taken where no other process names one),
+    and whether it only waits on a file descriptor (`_reads`); None where it names none or
+    its main thread waits for a child."""
     from reprospec.native.stacks import hung_thread_order
 
-    idling: str | None = None
-    for process in stacks.processes:
-        if process.source != "attach" or not process.threads:
-            continue
-        if _child_wait(_main_thread(process)) is not None:
-            continue
-        threads = [t for t in process.threads if _child_wait(t) is None]
-        order = hung_thread_order(
-            [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
-        )
-        best = threads[order[0]]
-        place = _named_place(best.frames, named_caller=True)
-        if place is None:
-            continue
-        if len(threads) < len(process.threads) and _launches(process, threads, best):
-            idling = idling or place
-            continue
-        return place
-    return idling
+    if process.source != "attach" or not process.threads:
+        return None
+    if _child_wait(_main_thread(process)) is not None:
+        return None
+    threads = [t for t in process.threads if _child_wait(t) is None]
+    order = hung_thread_order(
+        [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
+    )
+    best = threads[order[0]]
+    place = _named_place(best.frames, named_caller=True)
+    if place is None:
+        return None
+    launches = len(threads) < len(process.threads) and _launches(process, threads, best)
+    return place, launches, _reads(process, threads, best)
+
+
+def _reads(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> bool:
+    """Whether a hung process only waits on its descendants' output: its ranked thread
+    waits on a file descriptor (`polls`: `read`, `poll`, `epoll_wait`, `select`), and each
+    other one idles too (a sleep, a timed wait, a poll) or is main joining or awaiting
+    them. One thread on a mutex or running its own code is a hang of its own beside it."""
+    from reprospec.native.stacks import idles, polls, waits_for_an_end
+
+    if not polls([f.symbol for f in best.frames]):
+        return False
+    main = _main_thread(process)
+    for thread in threads:
+        functions = [f.symbol for f in thread.frames]
+        if not (idles(functions) or (thread is main and waits_for_an_end(functions))):
+            return False
+    return True
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    """Whether `pid` is below `ancestor` by the recorded parents, through processes that
+    name no place (a shell between them waiting in `wait4`: its ppid is recorded too)."""
+    seen = {pid}
+    while (pid := parents.get(pid, 0)) and pid not in seen:
+        if pid == ancestor:
+            return True
+        seen.add(pid)
+    return False
 
 
 def _launches(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> bool:

@@ -9,6 +9,7 @@ passed (these classes are a few milliseconds of a short run's start).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Literal
 
 from reprospec.core.frozen import frozen
@@ -80,6 +81,10 @@ class ProcessStacks:
     # The attempt's own process, or the program its `/bin/sh -c` root ran and reported the
     # death of (cores.main_core): not a worker or other descendant.
     root: bool = False
+    # attach: its parent's pid, as /proc said while the tree was held (`with_parents`): a
+    # hang's place is a hung descendant's, not its parent's `read` of the child's output
+    # (render's `hung_frame`); None where not known (a core, stacks written before it).
+    ppid: int | None = None
 
     @property
     def crashing_thread(self) -> Thread | None:
@@ -200,6 +205,22 @@ def waits_for_an_end(functions: Sequence[str]) -> bool:
     return kind == "join" or name in _AWAITS
 
 
+def polls(functions: Sequence[str]) -> bool:
+    """Whether a hung thread waits on a file descriptor (a `read` of a pipe, a `poll`, an
+    `epoll_wait`, a `select`): where its process has a hung descendant, the output or the
+    end of that child is what it waits for (render's `hung_frame`)."""
+    return _waits_in(functions) == "poll"
+
+
+def with_parents(stacks: NativeStacks, parents: Mapping[int, int]) -> NativeStacks:
+    """`stacks` with each live process's parent pid from `parents` (pid -> ppid, the
+    runner's listing of the held tree): the readers take pids and commands alone."""
+    processes = tuple(
+        replace(p, ppid=parents.get(p.pid)) if p.source == "attach" else p for p in stacks.processes
+    )
+    return replace(stacks, processes=processes)
+
+
 def idles(functions: Sequence[str]) -> bool:
     """Whether a hung thread only idles: it sleeps, waits with a timeout or polls (a
     supervisor's main loop), where code that runs (a busy loop in `strlen`) or a wait for
@@ -261,6 +282,7 @@ def _process_json(process: ProcessStacks) -> JsonObject:
         "error": process.error,
         "core": process.core,
         "root": process.root,
+        "ppid": process.ppid,
     }
 
 
@@ -307,4 +329,5 @@ def _process(data: JsonValue) -> ProcessStacks:
         error=as_text(fields.get("error")),
         core=as_text(fields.get("core")),
         root=fields.get("root") is True,
+        ppid=checked_integer(fields.get("ppid")),
     )

@@ -458,7 +458,10 @@ def run_process(
                 # was leaving at the deadline (exiting after its `done`) stays to be read
                 # instead of vanishing under the reader, and every stack is of one instant.
                 tree.stop_processes(alive, proc.pid)
-                hang_native = native.hang(alive, timed_out_at=deadline)
+                hang_native = native_stacks.with_parents(
+                    native.hang(alive, timed_out_at=deadline),
+                    {pid: procs[pid].ppid for pid in alive},
+                )
                 # Continued once asked: the thread that takes the pending SIGURG dumps
                 # before it runs anything else, so one that was leaving still answers.
                 resume = functools.partial(tree.continue_processes, alive, proc.pid)

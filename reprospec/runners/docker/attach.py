@@ -139,7 +139,10 @@ def attach_all(client: DockerClient, container: Container, deadline: float) -> n
         return native.NativeStacks(notes=("no live process in the container to attach to",))
     pids = {p.pid: p.command for p in processes}
     maps = {p.pid: p.maps for p in processes}
-    return native.attach_gdb_stacks(pids, maps, output, finished=finished, budget_s=budget)
+    found = native.attach_gdb_stacks(pids, maps, output, finished=finished, budget_s=budget)
+    # The parents as the container sees them: a hang's place is a hung descendant's, not
+    # its parent's `read` of the child's output (native.hung_frame).
+    return native.with_parents(found, {p.pid: p.ppid for p in processes})
 
 
 def _ptrace_refused(output: str) -> bool:

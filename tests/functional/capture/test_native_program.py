@@ -60,13 +60,62 @@ int main(void) {
 }
 """
 
+# A launcher that reads its child's output (cargo's `Command::output`, ctest's loop): it
+# runs ./nap with its stdout a pipe and waits in `read` (or `poll`) for what never comes.
+_PIPED = """\
+#include <poll.h>
+#include <unistd.h>
+int main(void) {
+    int fds[2];
+    char buf[256];
+    if (pipe(fds) != 0) return 1;
+    if (fork() == 0) {
+        dup2(fds[1], 1); close(fds[0]); close(fds[1]);
+        execl("./nap", "./nap", (char *)0);
+        _exit(127);
+    }
+    close(fds[1]);
+    struct pollfd wait = {fds[0], POLLIN, 0};
+    while (POLL && poll(&wait, 1, -1) >= 0) {}
+    while (read(fds[0], buf, sizeof buf) > 0) {}
+    return 0;
+}
+"""
 
-def built(folder: Path, name: str, source: str) -> None:
+# A parent that hangs by itself beside its idle child: it runs ./nap as _PIPED does, a
+# thread reads the pipe, and main deadlocks on a mutex it holds.
+_PIPED_STUCK = """\
+#include <pthread.h>
+#include <unistd.h>
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static int out;
+static char buf[256];
+static void *reader(void *arg) { while (read(out, buf, sizeof buf) > 0) {} return arg; }
+static void stuck(void) { pthread_mutex_lock(&held); pthread_mutex_lock(&held); }
+int main(void) {
+    int fds[2];
+    pthread_t r;
+    if (pipe(fds) != 0) return 1;
+    if (fork() == 0) {
+        dup2(fds[1], 1); close(fds[0]); close(fds[1]);
+        execl("./nap", "./nap", (char *)0);
+        _exit(127);
+    }
+    close(fds[1]);
+    out = fds[0];
+    pthread_create(&r, 0, reader, 0);
+    stuck();
+    return 0;
+}
+"""
+
+
+def built(folder: Path, name: str, source: str, *defines: str) -> None:
     """`folder/name`, compiled from `source` (-O0: the program's own frames stay)."""
     assert CC is not None
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.c").write_text(source)
-    argv = [CC, "-O0", "-pthread", "-o", str(folder / name), str(folder / f"{name}.c")]
+    argv = [CC, "-O0", "-pthread", *defines, "-o", str(folder / name), str(folder / f"{name}.c")]
     subprocess.run(argv, check=True)
 
 
@@ -90,11 +139,13 @@ def captured_hang(cli: Cli, work: Path, program: str, *argv: str) -> str:
     return title
 
 
-def ran_hang(cli: Cli, tmp_path: Path, name: str, source: str) -> tuple[CliResult, str]:
+def ran_hang(
+    cli: Cli, tmp_path: Path, name: str, source: str, *defines: str
+) -> tuple[CliResult, str]:
     """`reprospec run` of `./name` built from `source`, a spec expecting its hang in 2 s; it
     succeeded, and its one attempt's outcome placed the hang natively: the result and that place."""
     work = tmp_path / name
-    built(work, name, source)
+    built(work, name, source, *defines)
     spec = work / "spec.yaml"
     spec.write_text(
         f"reprospec: 1\nname: {name}\ncommand: ./{name}\nrun: {{timeout: 2s}}\n"
@@ -247,6 +298,61 @@ def test_a_hang_under_make_is_placed_in_the_program_make_waits_for(
     (work / "Makefile").write_text("all:\n\t./nap\n")
     title = captured_hang(cli, work, "make", "make")
     assert title.endswith("<-main@nap"), title
+    # The process too, as a crash in a process make ran is titled: it read `make: hang in
+    # clock_nanosleep@libc<-main@nap`, as if make slept.
+    assert title.startswith("make: hang in a process it ran (nap), in "), title
+
+
+def _parents(run: Path) -> dict[str, str | None]:
+    """Each live process's parent, by its command, in the run's one attempt's stacks."""
+    stacks = json.loads((run / "cells/default/1/native-stacks.json").read_text())
+    pids = {p["pid"]: p["command"] for p in stacks["processes"]}
+    return {p["command"]: pids.get(p["ppid"]) for p in stacks["processes"]}
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_launcher_reading_its_child_s_output_is_placed_in_the_child_that_hangs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # pp runs ./nap with its stdout a pipe and reads it: `reprospec run` said `hang in
+    # read@libc<-main@pp`, the launcher's wait, where ./nap slept. Only a wait for a child
+    # (wait4) passed a launcher over; its stacks now keep each process's parent.
+    built(tmp_path / "pp", "nap", _NAP)
+    result, place = ran_hang(cli, tmp_path, "pp", _PIPED, "-DPOLL=0")
+    assert place.endswith("<-main@nap"), place
+    assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
+    assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
+    assert _parents(result.latest_run())["./nap"] == "./pp"
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize("poll", [0, 1], ids=["read", "poll"])
+def test_a_capture_of_a_launcher_reading_its_child_is_titled_by_the_child(
+    cli: Cli, tmp_path: Path, poll: int
+) -> None:
+    # `capture -- ./pp` was titled `./pp: hang in read@libc<-main@pp` (with poll:
+    # `poll@libc<-main@pp`): the child's sleep, and the child, as a crash's are named.
+    work = tmp_path / "pp"
+    built(work, "nap", _NAP)
+    built(work, "pp", _PIPED, f"-DPOLL={poll}")
+    title = captured_hang(cli, work, "./pp", "./pp")
+    assert title.startswith("./pp: hang in a process it ran (nap), in "), title
+    assert title.endswith("<-main@nap"), title
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_parent_that_deadlocks_beside_its_idle_child_is_the_place(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Leaf first only past a process that waits on its child and nothing else: this one's
+    # thread reads ./nap's pipe, but main deadlocks on its own mutex, which is the hang.
+    built(tmp_path / "stuck", "nap", _NAP)
+    result, place = ran_hang(cli, tmp_path, "stuck", _PIPED_STUCK)
+    assert place.endswith("<-stuck@stuck"), place
+    assert _parents(result.latest_run())["./nap"] == "./stuck"
 
 
 @needs_cc

@@ -12,6 +12,7 @@ from reprospec.native.render import (
     SHELL_WAITING,
     full_text,
     hung_frame,
+    hung_process,
     python_caller,
     render_markdown,
     runs_own_code,
@@ -393,6 +394,68 @@ def test_a_thread_busy_in_the_c_runtime_beside_a_reaper_is_the_programs_hang() -
         ),
     )
     assert hung_frame(NativeStacks(processes=(polls, _NAP))) == "clock_nanosleep@libc<-main@nap"
+
+
+# `./pp` forks `./nap` with a pipe and reads its output: a launcher that waits in `read`,
+# not in `wait4` (cargo's `Command::output`, ctest's epoll loop), its parent recorded.
+_PP_MAIN = ("__GI___libc_read@libc.so.6", "main@pp")
+_PP = replace(_launched("./pp", 20, _PP_MAIN), ppid=10)
+_PP_NAP = replace(_NAP, ppid=20)
+_ROOT_SH = replace(_shell("attach", *_WAIT4, command="/bin/sh -c ./pp"), pid=10, ppid=1)
+
+
+def test_a_launcher_reading_its_childs_output_is_passed_over_for_its_hung_descendant() -> None:
+    # `./pp: hang in read@libc<-main@pp` where ./nap slept: only a wait for a child (wait4)
+    # passed a launcher over, not a read of the child's pipe.
+    leaf = "clock_nanosleep@libc<-main@nap"
+    assert hung_frame(NativeStacks(processes=(_ROOT_SH, _PP, _PP_NAP))) == leaf
+    assert hung_process(NativeStacks(processes=(_ROOT_SH, _PP, _PP_NAP))) == _PP_NAP
+    # A poll, an epoll loop, a select alike; beside a helper thread that only idles too.
+    for wait in ("__GI___poll", "epoll_wait", "__select", "ppoll"):
+        polls = replace(_launched("./pp", 20, (f"{wait}@libc.so.6", "main@pp")), ppid=10)
+        assert hung_frame(NativeStacks(processes=(polls, _PP_NAP))) == leaf, wait
+    heartbeat = ("clock_nanosleep@libc.so.6", "beat@pp")
+    beside = replace(_launched("./pp", 20, _PP_MAIN, heartbeat), ppid=10)
+    assert hung_frame(NativeStacks(processes=(beside, _PP_NAP))) == leaf
+    # Through a shell between them (`pp` runs `sh -c ./nap`, which waits in wait4).
+    middle = replace(_shell("attach", *_WAIT4, command="sh -c ./nap"), pid=25, ppid=20)
+    deeper = replace(_NAP, ppid=25)
+    assert hung_frame(NativeStacks(processes=(_PP, middle, deeper))) == leaf
+    # Its own place where nothing below it names one, or its parents were not recorded
+    # (stacks written before they were): never another tree's process.
+    assert hung_frame(NativeStacks(processes=(_PP,))) == "read@libc<-main@pp"
+    unrecorded = (replace(_PP, ppid=None), replace(_NAP, ppid=None))
+    assert hung_frame(NativeStacks(processes=unrecorded)) == "read@libc<-main@pp"
+    stranger = replace(_NAP, ppid=99)
+    assert hung_frame(NativeStacks(processes=(_PP, stranger))) == "read@libc<-main@pp"
+    assert hung_process(NativeStacks(processes=(_PP, stranger))) == _PP
+
+
+def test_a_parent_that_hangs_by_itself_beside_an_idle_child_is_still_the_place() -> None:
+    # Leaf first only past a process that waits on a descriptor and nothing else: a parent
+    # deadlocked on a mutex, or one whose reader thread sits beside a deadlocked one, or a
+    # busy one, hangs there while its child only sleeps.
+    lock = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@pp", "main@pp")
+    deadlocked = replace(_launched("./pp", 20, lock), ppid=10)
+    stacks = NativeStacks(processes=(deadlocked, _PP_NAP))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@pp"
+    assert hung_process(stacks) == deadlocked
+    worker = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "work@pp")
+    reader_and_deadlock = replace(_launched("./pp", 20, _PP_MAIN, worker), ppid=10)
+    stacks = NativeStacks(processes=(reader_and_deadlock, _PP_NAP))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-work@pp"
+    busy = replace(_launched("./pp", 20, _PP_MAIN, ("alpha@pp", "spin@pp")), ppid=10)
+    assert hung_frame(NativeStacks(processes=(busy, _PP_NAP))) == "alpha@pp"
+    # A parent asleep (no descriptor's wait) keeps its own place, as before.
+    asleep = replace(_NAP, pid=20, command="./sup", ppid=10)
+    assert hung_frame(NativeStacks(processes=(asleep, _PP_NAP))) == "clock_nanosleep@libc<-main@nap"
+    assert hung_process(NativeStacks(processes=(asleep, _PP_NAP))) == asleep
+    # A reading child of a reader is no leaf: the one below it that hangs by itself is.
+    reads_too = replace(_launched("./mid", 30, _PP_MAIN), ppid=20)
+    stuck = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@leaf")
+    leaf = replace(_launched("./leaf", 40, stuck), ppid=30)
+    stacks = NativeStacks(processes=(_PP, reads_too, leaf))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@leaf"
 
 
 def test_a_process_whose_stacks_name_no_frame_passes_the_place_to_the_next() -> None:

@@ -121,7 +121,9 @@ def test_signature_frame_of_an_abort_without_a_handler() -> None:
 
 def test_written_stacks_read_back_equal(tmp_path: Path) -> None:
     stacks = _stacks(Frame(0, "__strlen_evex", "libc.so.6", 0x7F00, "strlen.S", 79))
-    stacks = NativeStacks(stacks.processes, None, ("a note",))
+    # A live process's parent too (a hang's leaf-first place reads it back).
+    live = ProcessStacks(11, "attach", "./nap", threads=stacks.processes[0].threads, ppid=10)
+    stacks = NativeStacks((*stacks.processes, live), None, ("a note",))
     path = native.write(stacks, tmp_path)
     assert path == tmp_path / "native-stacks.txt"
     assert native.read(tmp_path) == stacks
