@@ -65,3 +65,35 @@ def test_no_core_limit_when_cores_would_not_reach_the_workdir(
         monkeypatch.setattr(native, "core_pattern", lambda raw=raw: native.CorePattern(raw))
         # No engine is asked: the pattern alone rules cores out.
         assert ContainerNative().core_limit(_NoEngine(), "any-image") == []
+
+
+def test_a_hung_containers_stacks_keep_each_processs_parent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A launcher reading its child's pipe (`./pp` in `read`, `./nap` asleep below it) is
+    # placed in the child by the parents the stacks keep: the container's listing has them
+    # (`@ PID PPID`), and the stacks it attached to kept none, so its hang read `read@libc`.
+    from reprospec.runners.docker import attach
+
+    listing = "@ 7 1 ./pp\n@ 8 7 ./nap\n"
+    gdb = "\n".join(
+        [
+            "@@reprospec:pid:7@@",
+            "Thread 1 (LWP 7):",
+            "#0  0x00007f0000001000 in __GI___libc_read () from /lib/libc.so.6",
+            "#1  0x0000555555555000 in main ()",
+            "@@reprospec:pid:8@@",
+            "Thread 1 (LWP 8):",
+            "#0  0x00007f0000002000 in clock_nanosleep () from /lib/libc.so.6",
+            "#1  0x0000555555556000 in main ()",
+            "@@reprospec:end@@",
+        ]
+    )
+
+    def exec_bounded(*_args: object, **_kwargs: object) -> tuple[str, bool]:
+        return f"{listing}{attach.LISTED}\n{gdb}\n", True
+
+    monkeypatch.setattr(attach, "_exec_bounded", exec_bounded)
+    stacks = attach.attach_all(None, None, deadline=0.0)  # type: ignore[arg-type]
+    assert [(p.pid, p.ppid) for p in stacks.processes] == [(7, 1), (8, 7)]
+    assert native.hung_frame(stacks) == "clock_nanosleep@libc"
