@@ -188,6 +188,17 @@ def test_a_hangs_place_is_said_on_outcome_with_the_other_failures_after_it() -> 
     )
     _, comments = expectation(native, "slowlib.py:9")
     assert comments["outcome"] == "while importing slowlib.py:9 (its stack shows it)"
+    # A launcher's child's place names the child, as a crash in a process it ran is said:
+    # `make: hang in clock_nanosleep@libc<-main@nap` read as if make slept.
+    ran = replace(native, process="./nap", others=(segv,))
+    expect, comments = expectation(ran)
+    assert comments["outcome"] == (
+        "hung in a process it ran (nap), in clock_nanosleep@libc<-main@nap; also seen: "
+        "crash:SIGSEGV:main in 1/3; the description says how to expect it"
+    )
+    assert _title(("make",), ran, expect) == (
+        "make: hang in a process it ran (nap), in clock_nanosleep@libc<-main@nap"
+    )
 
 
 def test_why_a_worker_crash_expects_no_step_is_said_where_no_phase_is_expected() -> None:
