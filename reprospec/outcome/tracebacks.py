@@ -701,11 +701,14 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
       blank line); none where two are (`print("ConfigError: was retried")` above an unraised
       ValueError reads as `ConfigError("was retried\\n...\\nValueError: root")`); else the one
       line there, of any type (`Timeout: took too long`), where nothing else is
-      (`loading` then `Timeout: took too long` is no exception `loading`).
-    Dropped by this rule, read as no cause: one of a type not named as a class whose message
-    runs over lines (`raise RuntimeError("top") from Timeout("slow\nafter 3 tries")`), even
-    with no other output above it, since its first line reads as any output's would
-    (`Note: retrying` above an unraised `Timeout("a\nb")` is no exception `Note`).
+      (`loading` then `Timeout: took too long` is no exception `loading`); or, where none
+      is named as a class, the one line of the type the raise below the link makes its
+      cause in place (`raise RuntimeError("top") from Timeout("slow\nafter 3 tries")`, its
+      source line printed in the traceback below: `_made_in_the_raise`), its message the
+      lines down to the link: a cause of a type not named as a class whose message runs
+      over lines was dropped, since its first line reads as any output's would (`Note:
+      retrying` above an unraised `Timeout("a\nb")` is no exception `Note`; `Timeout: a`
+      is, by the raise's words). None where two lines are of that type.
     """
     end = link - 1
     while end > floor and not lines[end].strip():
@@ -727,7 +730,52 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
     found = [read for index in range(nearest, end + 1) if (read := _unraised_at(lines, index, end))]
     if found:
         return found[0] if len(found) == 1 else None
+    made = _made_in_the_raise(lines, link)
+    if made is not None:
+        typed = [
+            index
+            for index in range(nearest, end + 1)
+            if (line := EXCEPTION_LINE.match(lines[index].rstrip())) is not None
+            and line["type"].rpartition(".")[2] == made
+        ]
+        if len(typed) == 1:
+            return _unraised_at(lines, typed[0], end, any_type=True)
+        if typed:
+            return None
     return _unraised_at(lines, first, end, any_type=True) if first == end else None
+
+
+# A raise that makes its cause in place, as its source line shows it: `raise
+# RuntimeError("top") from Timeout("slow")` (`from errors.Timeout(`), the class's name.
+_FROM_MADE = Lazy(r"\bfrom\s+(?:[A-Za-z_]\w*\.)*(?P<name>[A-Za-z_]\w*)\s*\(")
+
+
+def _made_in_the_raise(lines: list[str], link: int) -> str | None:
+    """The class whose instance the raise of the traceback just below the link line at
+    `link` makes its cause in place (`from Timeout(...)` on the source lines under its last
+    frame); None where there is no such traceback or its raise names no class so (`from
+    err`: made elsewhere). CPython prints that cause as `Timeout: ...` (`errors.Timeout`
+    from another module): the class is the one the raise named, not a guess."""
+    index = link + 1
+    while index < len(lines) and not lines[index].strip():
+        index += 1
+    if (
+        index >= len(lines)
+        or not _TB_HEADER.match(lines[index])
+        or "Exception Group" in lines[index]
+    ):
+        return None
+    last_frame = None
+    index += 1
+    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
+        if STACK_FRAME.match(lines[index]):
+            last_frame = index
+        index += 1
+    if last_frame is None:
+        return None
+    source = " ".join(lines[last_frame + 1 : index])
+    made = _FROM_MADE.search(source)
+    return made["name"] if made is not None else None
 
 
 def _bounds_unraised(line: str) -> bool:

@@ -159,3 +159,47 @@ def test_a_pytest_native_traceback_gives_the_tests_chain(cli: Cli, tmp_path: Pat
         "test=test_unraised": [("KeyError", "'root'", "cause"), ("RuntimeError", "top", None)],
     }, chains
     assert {outcome["exception"] for outcome in outcomes.values()} == {"RuntimeError"}
+
+
+_MADE = textwrap.dedent(
+    """
+    import sys
+    kind = sys.argv[1]
+    class Timeout(Exception):
+        pass
+    if kind == "note":
+        print("Note: retrying", file=sys.stderr)
+    elif kind == "doubt":
+        print("Timeout: was retried", file=sys.stderr)
+    if kind == "elsewhere":
+        err = Timeout("slow\\nafter 3 tries")
+        raise RuntimeError("top") from err
+    raise RuntimeError("top") from Timeout("slow\\nafter 3 tries")
+    """
+)
+
+
+def test_a_multiline_cause_the_raise_makes_in_place_is_read_by_the_class_it_names(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A cause never raised of a type not named as a class, its message over two lines
+    (`Timeout("slow\\nafter 3 tries")`), read no cause: its first line reads as any
+    output's would. The raise's source line in the traceback below names its class
+    (`from Timeout(`), so its one `Timeout` line is the cause's, under a line of other
+    output too; not where two lines are of that class, nor where the raise names none
+    (`from err`). From stderr alone (`python -S`)."""
+    (tmp_path / "made.py").write_text(_MADE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: made\nmatrix:\n  kind: [alone, note, doubt, elsewhere]\n"
+        "command: python -S made.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error}\n"
+    )
+    chains = {
+        cell.removeprefix("kind="): [
+            (link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])
+        ]
+        for cell, outcome in _outcomes(cli, spec).items()
+    }
+    read = [("Timeout", "slow\nafter 3 tries", "cause"), ("RuntimeError", "top", None)]
+    assert chains == {"alone": read, "note": read, "doubt": [], "elsewhere": []}, chains

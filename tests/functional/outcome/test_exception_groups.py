@@ -370,7 +370,9 @@ def test_a_raised_causes_message_keeps_its_cause_and_a_doubtful_one_reads_none(
     KeyboardInterrupt. And a cause of a type not named as a class (`Timeout`) took the
     line printed above it (`loading`: a cause named `loading`), and a line printed above a
     cause never raised (`ConfigError: was retried`) was read as the cause, with the real one
-    as its message: where two lines may each be the cause's, none is read."""
+    as its message: where two lines may each be the cause's, none is read, but where the
+    raise makes its cause in place (`from Timeout("took too long")`), the one line of that
+    class is the cause's."""
     (tmp_path / "raised.py").write_text(_RAISED)
     spec = tmp_path / "spec.yaml"
     kinds = "paragraph, context, long, interrupt, group, futures, printed, timeout, loading"
@@ -405,6 +407,8 @@ def test_a_raised_causes_message_keeps_its_cause_and_a_doubtful_one_reads_none(
         "futures": [("ValueError", "cause"), ("ValueError", None)],
         "printed": [],
         "timeout": [("Timeout", "cause"), top],
-        "loading": [],
-        "process_group": [],
+        # The raise makes its cause in place (`from Timeout(...)`): the one `Timeout` line
+        # is the cause's, whatever was printed above it.
+        "loading": [("Timeout", "cause"), top],
+        "process_group": [("Timeout", "cause"), top],
     }, chains

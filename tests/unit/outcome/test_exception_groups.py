@@ -637,3 +637,35 @@ def test_a_logged_traceback_ends_its_chain_at_its_own_lines() -> None:
         ("KeyError", "cause"),
         ("RuntimeError", None),
     ]
+
+
+# `raise RuntimeError("top") from Timeout("slow\\nafter 3 tries")` under `python -S`, a
+# line printed above it (CPython 3.11's output).
+MADE_IN_THE_RAISE = """\
+Note: retrying
+Timeout: slow
+after 3 tries
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/made.py", line 6, in <module>
+    raise RuntimeError("top") from Timeout("slow\\nafter 3 tries")
+RuntimeError: top
+"""
+
+
+def test_a_cause_the_raise_makes_in_place_is_read_by_the_class_it_names() -> None:
+    """`Timeout` is not named as a class, and its message runs over two lines: read by the
+    class the raise's source line names (`from Timeout(`), one line of it; none where two
+    lines are of it, or where the raise names none (`from err`)."""
+    read = [("Timeout", "slow\nafter 3 tries", "cause"), ("RuntimeError", "top", None)]
+    assert [(e.type, e.message, e.link) for e in parse_chain(MADE_IN_THE_RAISE)] == read
+    dotted = MADE_IN_THE_RAISE.replace("Timeout: slow", "errors.Timeout: slow").replace(
+        "from Timeout(", "from errors.Timeout("
+    )
+    assert [e.type for e in parse_chain(dotted)] == ["errors.Timeout", "RuntimeError"]
+    two = MADE_IN_THE_RAISE.replace("Note: retrying", "Timeout: was retried")
+    assert [e.type for e in parse_chain(two)] == ["RuntimeError"]
+    elsewhere = MADE_IN_THE_RAISE.replace('from Timeout("slow\\nafter 3 tries")', "from err")
+    assert [e.type for e in parse_chain(elsewhere)] == ["RuntimeError"]
