@@ -69,9 +69,16 @@ def test_the_minimal_race_still_says_how_many_updates_it_lost(tmp_path: Path) ->
     argv = [
         sys.executable, "-m", "reprospec", "minimize", str(tmp_path / "spec.yaml"),
         "--format", "json", "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"),
-        "-j", "2", "--budget", "300",
+        "-j", "2", "--budget", "600", "--error", "0.01",
     ]  # fmt: skip
-    code, data, stderr = json_verb(argv, timeout=300)
+    # --error 0.01, not the default 0.1: this race fails nearly every time on a quiet
+    # machine, so the original reads as deterministic and one clean attempt drops a
+    # candidate. On a loaded one it comes back clean now and then (the result's final
+    # check read 5 of 6 in a suite), and the print-less candidate, dropped so, kept
+    # `import json` with it. A wrong drop only makes the result larger (docs/cli.md), so
+    # asking it rarer is what a user wanting the smallest program would do; it costs
+    # about 350 attempts where the default spent 140.
+    code, data, stderr = json_verb(argv, timeout=600)
     assert code == 0, stderr
     assert data["search"]["status"] == "minimized", data["search"]
     smaller = (tmp_path / "result" / "race.py").read_text(encoding="utf-8")
