@@ -160,6 +160,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
+        SubmissionUnconfirmed,
         array_argv,
         array_script,
         attempts_per_shard,
@@ -255,7 +256,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     save(run)
     with _recorded_first(cancel, deferral):
         try:
-            run = submit(run)
+            run = submit(run, say=_say)
+        except SubmissionUnconfirmed as exc:
+            # An sbatch that timed out, its job not in squeue: slurmctld may queue it yet,
+            # and its shards would run into a removed folder (their output lost, unseen).
+            raise InfraError(f"{exc}; the run folder is kept: {run.run_dir}") from None
         except InfraError:
             # Nothing was submitted (sbatch refused the array, or the merge, whose array it
             # then cancelled): the folder stayed, `slurm status` listed it `never
@@ -275,6 +280,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     if cancel.is_set():
         raise KeyboardInterrupt  # (submitted and recorded: what the lines above say)
     return EXIT_OK
+
+
+def _say(line: str) -> None:
+    """What `submit` tells of a job found in squeue after its sbatch timed out."""
+    print(f"warning: {line}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -460,7 +470,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
             print(f"nothing to resume: the merge job {status.merge.job} is {status.merge.state}")
             return EXIT_OK
         with _recorded_first(cancel, deferral):
-            run = submit(run, merge_only=True)
+            run = submit(run, merge_only=True, say=_say)
         sub = run.submissions[-1]
         print(f"every shard has its results: submitted merge job {sub.merge_job}")
         _print_follow(run, "", sub.merge_job)
@@ -482,7 +492,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
                 file=sys.stderr,
             )
     with _recorded_first(cancel, deferral):
-        run = submit(run, missing, time=args.time)
+        run = submit(run, missing, time=args.time, say=_say)
     sub = run.submissions[-1]
     print(
         f"resubmitted {noun(len(missing), 'shard')} {', '.join(str(k) for k in missing)} of "

@@ -67,7 +67,7 @@ from reprospec.slurm.status import (
     shard_status,
     status_to_dict,
 )
-from reprospec.slurm.submit import array_argv, merge_argv, submit
+from reprospec.slurm.submit import SubmissionUnconfirmed, array_argv, merge_argv, submit
 
 __all__ = [
     "ACTIVE_STATES",
@@ -87,6 +87,7 @@ __all__ = [
     "SlurmOptions",
     "SlurmRun",
     "Submission",
+    "SubmissionUnconfirmed",
     "array_argv",
     "array_script",
     "attempts_per_shard",

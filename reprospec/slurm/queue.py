@@ -69,6 +69,22 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
     return entries
 
 
+def jobs_of_script(script: str) -> set[str] | None:
+    """The job ids squeue lists (in every state it still remembers) whose batch script is
+    `script` (its absolute path, as sbatch was given it: a run folder's own); None where
+    squeue did not answer. How a submission whose sbatch timed out is found: slurmctld may
+    have queued it all the same (submit.py)."""
+    said = _asked(["squeue", "--noheader", "--states=all", "--format=%F|%o"])
+    if said is None:
+        return None
+    found = set()
+    for line in said.splitlines():
+        job, _, command = line.strip().partition("|")
+        if command == script and job.isdigit():
+            found.add(job)
+    return found
+
+
 def _parse_squeue(text: str, wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
     out: dict[tuple[str, int | None], QueueEntry] = {}
     for line in text.splitlines():

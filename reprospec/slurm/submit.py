@@ -4,17 +4,35 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from time import monotonic, sleep
 
 from reprospec.core import capped
 from reprospec.errors import InfraError
 from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun, Submission, save
+from reprospec.slurm.queue import jobs_of_script
 
 # sbatch answers a job id, or its refusal: more than this is cut (head and tail kept).
 _ANSWER_BYTES = 64 * 1024
 _SBATCH_TIMEOUT_S = 120
+# sbatch's own words for a request that may have reached slurmctld, whose answer did not
+# come back (its MessageTimeout): the job may be queued all the same. "Unable to contact
+# slurm controller" is not among them: that request never left.
+_UNANSWERED = ("timed out", "Zero Bytes were transmitted or received")
+# How long squeue is asked (again and again) whether such a job was queued: slurmctld,
+# slow or stopped for a moment, answers it once it has handled the submission before it.
+_LOOKUP_S = 90.0
+
+
+class SbatchUnanswered(InfraError):
+    """sbatch timed out (its own MessageTimeout, or ours): its job may be queued anyway."""
+
+
+class SubmissionUnconfirmed(InfraError):
+    """An sbatch that timed out and whose job squeue did not show: it may still be queued,
+    so the run folder must stay (a job that runs into a removed one fails unseen)."""
 
 
 def array_argv(
@@ -53,16 +71,45 @@ def _sbatch(argv: Sequence[str]) -> str:
     except OSError as exc:
         raise InfraError(f"{argv[0]} could not be started: {exc}") from None
     if proc.timed_out:
-        raise InfraError(f"{argv[0]} did not answer within {_SBATCH_TIMEOUT_S} s")
+        raise SbatchUnanswered(f"{argv[0]} did not answer within {_SBATCH_TIMEOUT_S} s")
     # sbatch's refusal may name a path or a site's message in any bytes: replaced.
     stdout = proc.stdout.decode(errors="replace").strip()
     if proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip() or stdout
+        if any(words in message for words in _UNANSWERED):
+            raise SbatchUnanswered(f"sbatch timed out: {message}")
         raise InfraError(f"sbatch refused the job: {message or f'exit {proc.returncode}'}")
     job = stdout.splitlines()[-1].split(";")[0].strip() if stdout else ""
     if not job.isdigit():
         raise InfraError(f"sbatch answered {stdout!r}, not a job id")
     return job
+
+
+def _sbatch_or_found(argv: Sequence[str], known: set[str], say: Callable[[str], None]) -> str:
+    """`_sbatch`, and where it timed out, the job slurmctld queued all the same (told by
+    its script, the run folder's own, among the jobs `known` to slurm.json or not): that
+    job is the submission, recorded as sbatch's answer would have been, so that neither
+    it nor its shards are left unseen and no resume submits them twice."""
+    try:
+        return _sbatch(argv)
+    except SbatchUnanswered as exc:
+        script = argv[-1]
+        deadline = monotonic() + _LOOKUP_S
+        while (found := jobs_of_script(script)) is None and monotonic() < deadline:
+            sleep(2)
+        if found is None:
+            raise SubmissionUnconfirmed(
+                f"{exc}; squeue did not answer either (for {_LOOKUP_S:g} s): the job of "
+                f"{script} may be queued all the same"
+            ) from None
+        new = sorted(found - known, key=int)
+        if not new:
+            raise SubmissionUnconfirmed(
+                f"{exc}; squeue lists no job of {script}: it may still be queued (see "
+                "squeue --format=%i,%o)"
+            ) from None
+        say(f"{exc}; slurmctld queued it all the same: job {new[-1]} ({script})")
+        return new[-1]
 
 
 def _scancel(job: str) -> None:
@@ -78,17 +125,23 @@ def submit(
     *,
     time: str | None = None,
     merge_only: bool = False,
+    say: Callable[[str], None] = lambda _: None,
 ) -> SlurmRun:
-    """Submit the array (all or `shards`) and the merge after it; slurm.json records both."""
+    """Submit the array (all or `shards`) and the merge after it; slurm.json records both.
+
+    An sbatch that timed out is looked up in squeue: a job slurmctld queued all the same
+    is recorded (`say` tells of it); one not found raises SubmissionUnconfirmed, where the
+    caller must keep the run folder."""
     array_job = ""
     a_argv: list[str] = []
     chosen = tuple(shards) if shards is not None else tuple(range(1, run.shards + 1))
+    known = {job for sub in run.submissions for job in (sub.array_job, sub.merge_job) if job}
     if not merge_only:
         a_argv = array_argv(run, chosen, time=time)
-        array_job = _sbatch(a_argv)
+        array_job = _sbatch_or_found(a_argv, known, say)
     m_argv = merge_argv(run, array_job or None)
     try:
-        merge_job = _sbatch(m_argv)
+        merge_job = _sbatch_or_found(m_argv, known, say)
     except InfraError:
         # An array without its merge would leave shards nobody merges: take it back.
         if array_job:

@@ -1,0 +1,122 @@
+"""An sbatch that times out after slurmctld took the job: the job is found and recorded, not
+left queued to run into a removed run folder.
+
+sbatch times out for real here: slurmctld is stopped (SIGSTOP) for longer than the cluster's
+MessageTimeout (10 s) as the array's sbatch starts, so sbatch says "Socket timed out on
+send/recv operation", exit 1, and slurmctld, continued, queues the job all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Cli
+from tests.support.fakeslurm import fake_tool
+from tests.support.slurm import IN_CI, needs_cluster, only_run, require_cluster, wait_settled
+
+pytestmark = pytest.mark.slurm
+
+SPEC = "reprospec: 1\nname: slurm-timeout\ncommand: 'true'\nexpect: {outcome: pass}\n"
+# Longer than MessageTimeout (slurm-setup.sh's 10 s): sbatch gives up before slurmctld
+# continues, and reads its job id nowhere.
+STOPPED_S = 15
+# slurmctld's pid file, where scripts/slurm-setup.sh keeps it.
+PID_FILE = Path(os.environ.get("REPROSPEC_SLURM_STATE", "/var/tmp/reprospec-slurm"))
+PID_FILE = PID_FILE / "run" / "slurmctld.pid"
+
+
+def _slurmctld() -> int:
+    """slurmctld's pid, where this test may stop it; else skipped (a failure in CI)."""
+    try:
+        pid = int(PID_FILE.read_text().strip())
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        if comm != "slurmctld":
+            raise OSError(f"pid {pid} is {comm}")
+        os.kill(pid, 0)
+    except (OSError, ValueError) as exc:
+        reason = f"slurmctld cannot be stopped here ({PID_FILE}: {exc})"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return pid
+
+
+def _tools(tmp_path: Path, array_sbatch: str) -> dict[str, str]:
+    """PATH with an sbatch that runs `array_sbatch` for the array's script and is the real
+    sbatch for the merge's."""
+    real = shutil.which("sbatch")
+    assert real is not None
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    script = f'case "$*" in\n  *array.sbatch*) {array_sbatch} ;;\n  *) exec {real} "$@" ;;\nesac'
+    fake_tool(tools, "sbatch", script.replace("@SBATCH@", real))
+    return {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+
+
+@needs_cluster
+def test_an_array_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # "sbatch refused the job: ... Socket timed out on send/recv operation", exit 3, and
+    # the run folder removed: slurmctld had queued the array, whose tasks then ran into
+    # no folder (their output lost), with no merge after them and no record of them.
+    require_cluster()
+    pid = _slurmctld()
+    env = _tools(
+        tmp_path,
+        f'kill -STOP {pid}; (sleep {STOPPED_S}; kill -CONT {pid}) & exec @SBATCH@ "$@"',
+    )
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC)
+    shared = tmp_path / "shared"
+    try:
+        done = cli("slurm", str(spec), "--shards", "1", "--out", str(shared), env=env)
+    finally:
+        os.kill(pid, signal.SIGCONT)  # whatever happened: the cluster is others' too
+    assert done.code == 0, done.stderr
+    run = only_run(shared)
+    (sub,) = json.loads((run / "slurm.json").read_text())["submissions"]
+    warning = (
+        "warning: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
+        f"out on send/recv operation; slurmctld queued it all the same: job {sub['array_job']} "
+        f"({run / 'array.sbatch'})"
+    )
+    assert warning in done.stderr.splitlines(), done.stderr
+    assert f"array job {sub['array_job']} (1 shard, 1 attempt)" in done.stdout
+    # The found job is the run's array: its shard runs into the folder, the merge after it.
+    status = wait_settled(run)
+    assert [s.state for s in status.shards] == ["done"], status
+    assert status.merge.state == "done", status
+
+
+@needs_cluster
+def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # sbatch's timeout does not say whether slurmctld took the job: a folder removed then
+    # is one a job queued later runs into. Kept, and said so (exit 3: nothing recorded).
+    require_cluster()
+    timed_out = (
+        'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
+        'operation" >&2; exit 1'
+    )
+    env = _tools(tmp_path, timed_out)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC)
+    shared = tmp_path / "shared"
+    done = cli("slurm", str(spec), "--shards", "1", "--out", str(shared), env=env)
+    assert done.code == 3, done.stderr
+    run = only_run(shared)
+    assert done.stderr.splitlines() == [
+        "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
+        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'}: it may "
+        f"still be queued (see squeue --format=%i,%o); the run folder is kept: {run}"
+    ]
+    assert (run / "array.sbatch").is_file()
+    assert json.loads((run / "slurm.json").read_text())["submissions"] == []
