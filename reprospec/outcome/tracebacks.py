@@ -577,7 +577,11 @@ def _chains(lines: list[str]) -> list[_Chain]:
             # lines on: what follows them is no part of its chain.
             logged = _logged_end(lines, chains[-1]) if chains else None
             floor = chains[-1].last if chains else -1
-            unraised, first, link = _unraised(lines, index, floor if logged is None else logged)
+            unraised, first, link = (
+                _unraised(lines, index, floor)
+                if logged is None
+                else _unraised(lines, index, logged, logged=True)
+            )
             if logged is not None and link is not None and not _right_after(lines, logged, first):
                 link = None  # other lines stand between: the chain's cause was missed
         if link is not None and chains:
@@ -596,7 +600,7 @@ def _chains(lines: list[str]) -> list[_Chain]:
 
 
 def _unraised(
-    lines: list[str], header: int, floor: int
+    lines: list[str], header: int, floor: int, *, logged: bool = False
 ) -> tuple[list[PythonException], int, str | None]:
     """The exceptions of a chain printed with no traceback (never raised) just above the
     traceback at `header`, which a link line follows: CPython prints each as its exception
@@ -611,7 +615,7 @@ def _unraised(
     found: list[PythonException] = []
     first = header
     at = _link_index(lines, header)
-    while at is not None and (read := _unraised_above(lines, at, floor)) is not None:
+    while at is not None and (read := _unraised_above(lines, at, floor, logged=logged)):
         exception, first = read
         found.insert(0, replace(exception, link=_link_of(lines[at])))
         at = _link_index(lines, first)
@@ -635,7 +639,10 @@ def _logged_end(lines: list[str], chain: _Chain) -> int | None:
     Read as the last block's message, the lines after a logged exception ran on to the
     next chain's cause never raised: `logging.exception(...)` of a KeyError then `raise
     RuntimeError("top") from ValueError("root")` under `python -S` read the chain
-    `[KeyError("'x'\nValueError: root"), RuntimeError]`, the ValueError lost."""
+    `[KeyError("'x'\nValueError: root"), RuntimeError]`, the ValueError lost. (A chain
+    printed right under an error's record, `log.error(...)` then `raise X from e`, whose
+    raised cause's message runs over a line at the margin, `ValueError("bad\nmore")`, reads
+    the same as a logged ValueError then output: its cause is missed, not made up.)"""
     if chain.start < 1 or not _LOG_RECORD.search(lines[chain.start - 1]):
         return None
     if "Exception Group" in lines[chain.last]:
@@ -680,41 +687,50 @@ def named_as_a_class(type_name: str) -> bool:
     return _CLASS_LIKE.search(type_name) is not None
 
 
-def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonException, int] | None:
+def _unraised_above(
+    lines: list[str], link: int, floor: int, *, logged: bool = False
+) -> tuple[PythonException, int] | None:
     """The exception never raised that CPython printed just above the link line at
     `link`, and the line it begins at; None where the lines there are no such exception's,
     or may be another's: a cause missed is better than a cause made up.
 
-    Its message is every line from its exception line down to the link, blank ones too
-    (`ValueError("root\\n\\nHint: check it")`), and any of them may look like an exception
-    line (`Hint: check it`, `OSError: disk full`). So the lines above the link are read back
-    to what bounds them, and what that is says where the exception begins:
+    Where the raise below the link makes its cause in place (`raise RuntimeError("top")
+    from Timeout("slow\\nafter 3 tries")`, its source line printed in the traceback below:
+    `_made_in_the_raise`), that cause is one never raised, whatever stands above it, and
+    its class is named: the one line of that class (`_made_above`) begins it, even one not
+    named as a class whose message runs over lines, whose first line reads as any output's
+    would (`Note: retrying` above an unraised `Timeout("a\\nb")` is no exception `Note`;
+    `Timeout: a` is, by the raise's words), and even right under a traceback the program
+    went on from (`logging.exception(...)`, then that raise).
+
+    Else its message is every line from its exception line down to the link, blank ones
+    too (`ValueError("root\\n\\nHint: check it")`), and any of them may look like an
+    exception line (`Hint: check it`, `OSError: disk full`). So the lines above the link
+    are read back to what bounds them, and what that is says where the exception begins:
     - a link line: the chain goes on above it, and the exception is the first line below
       it, as CPython prints it;
     - a traceback (its header or a frame): every line down to the link is its message, as
       CPython prints a raised cause's (`ValueError("bad\\n\\nreason:\\nOSError: disk full")`
       read OSError), so there is none; a traceback the program went on from then a cause
       never raised reads the same and is left to that traceback, unless a line that ends a
-      message (a log record, a warning: `_MESSAGE_END`) stands between them;
+      message (a log record, a warning: `_MESSAGE_END`) stands between them, or a log
+      record stands above it (`logged`: `floor` is then its exception's last own line);
     - the program's other output (or none): the one line of a type named as a class within
       a message's length of the link (`loading model` printed right above the cause with no
       blank line); none where two are (`print("ConfigError: was retried")` above an unraised
-      ValueError reads as `ConfigError("was retried\\n...\\nValueError: root")`); else the one
-      line there, of any type (`Timeout: took too long`), where nothing else is
-      (`loading` then `Timeout: took too long` is no exception `loading`); or, where none
-      is named as a class, the one line of the type the raise below the link makes its
-      cause in place (`raise RuntimeError("top") from Timeout("slow\nafter 3 tries")`, its
-      source line printed in the traceback below: `_made_in_the_raise`), its message the
-      lines down to the link: a cause of a type not named as a class whose message runs
-      over lines was dropped, since its first line reads as any output's would (`Note:
-      retrying` above an unraised `Timeout("a\nb")` is no exception `Note`; `Timeout: a`
-      is, by the raise's words). None where two lines are of that type.
+      ValueError reads as `ConfigError("was retried\\n...\\nValueError: root")`); else the
+      one line there, of any type (`Timeout: took too long`), where nothing else is
+      (`loading` then `Timeout: took too long` is no exception `loading`), but for a line
+      right under a logged exception's own, which may be more of its message.
     """
     end = link - 1
     while end > floor and not lines[end].strip():
         end -= 1
     if end <= floor:
         return None
+    made = _made_in_the_raise(lines, link)
+    if made is not None and (read := _made_above(lines, floor, end, made)) is not None:
+        return read
     top = end
     while top - 1 > floor and not _bounds_unraised(lines[top - 1]):
         top -= 1
@@ -730,19 +746,31 @@ def _unraised_above(lines: list[str], link: int, floor: int) -> tuple[PythonExce
     found = [read for index in range(nearest, end + 1) if (read := _unraised_at(lines, index, end))]
     if found:
         return found[0] if len(found) == 1 else None
-    made = _made_in_the_raise(lines, link)
-    if made is not None:
-        typed = [
-            index
-            for index in range(nearest, end + 1)
-            if (line := EXCEPTION_LINE.match(lines[index].rstrip())) is not None
-            and line["type"].rpartition(".")[2] == made
-        ]
-        if len(typed) == 1:
-            return _unraised_at(lines, typed[0], end, any_type=True)
-        if typed:
-            return None
+    if logged and top - 1 == floor:
+        return None
     return _unraised_at(lines, first, end, any_type=True) if first == end else None
+
+
+def _made_above(
+    lines: list[str], floor: int, end: int, made: str
+) -> tuple[PythonException, int] | None:
+    """The cause never raised of class `made` whose message runs down to `lines[end]`: the
+    one line of that class (`Timeout: slow`, `errors.Timeout: slow`) within a message's
+    length above it, below `floor` and below the exception line of the traceback at `floor`
+    (a logged `Timeout`'s own line is not the cause's), a link line and a line that ends a
+    message; None where there is none, or two (`print("Timeout: was retried")` above it)."""
+    own = None
+    if floor >= 0 and TRACEBACK_HEADER in lines[floor]:
+        own = next((i for i in range(floor + 1, end + 1) if lines[i][:1].strip()), None)
+    typed: list[int] = []
+    for index in range(end, max(floor, end - _MAX_MESSAGE_LINES), -1):
+        line = lines[index]
+        if index == own or _link_of(line) is not None or _MESSAGE_END.match(line):
+            break
+        match = EXCEPTION_LINE.match(line.rstrip())
+        if match is not None and match["type"].rpartition(".")[2] == made:
+            typed.append(index)
+    return _unraised_at(lines, typed[0], end, any_type=True) if len(typed) == 1 else None
 
 
 # A raise that makes its cause in place, as its source line shows it: `raise

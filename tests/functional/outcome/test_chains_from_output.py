@@ -92,6 +92,9 @@ _LOGGED = textwrap.dedent(
         {}["x"]
     except KeyError:
         logging.exception("lookup failed")
+    if sys.argv[2] == "elsewhere":
+        root = ValueError("root")  # made apart from the raise: its line names no class
+        raise RuntimeError("top") from root
     raise RuntimeError("top") from ValueError("root")
     """
 )
@@ -103,19 +106,21 @@ def test_a_logged_traceback_is_no_part_of_the_chain_that_ends_the_process(
     """`logging.exception(...)` then `raise RuntimeError("top") from ValueError("root")`:
     the logged KeyError's traceback is read apart (the log record above it), and the cause
     never raised below it keeps its place in the chain, in logging's default format and a
-    dated one, from the program's record and from stderr alone (`python -S`)."""
+    dated one, made in the raise or apart from it (`from root`: no class named), from the
+    program's record and from stderr alone (`python -S`)."""
     (tmp_path / "logged.py").write_text(_LOGGED)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: logged\nmatrix:\n"
         "  format: ['%(levelname)s:%(name)s:%(message)s',"
         " '%(asctime)s %(levelname)s %(message)s']\n"
-        "  python: ['python', 'python -S']\n"
-        "command: ${{ matrix.python }} logged.py '${{ matrix.format }}'\nrun: {timeout: 30s}\n"
+        "  python: ['python', 'python -S']\n  raise: [in_place, elsewhere]\n"
+        "command: ${{ matrix.python }} logged.py '${{ matrix.format }}' ${{ matrix.raise }}\n"
+        "run: {timeout: 30s}\n"
         "expect: {outcome: error, exception: ValueError, message: '^root$'}\n"
     )
     outcomes = _outcomes(cli, spec)
-    assert len(outcomes) == 4
+    assert len(outcomes) == 8
     for cell, outcome in outcomes.items():
         chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
         assert chain == [("ValueError", "root", "cause"), ("RuntimeError", "top", None)], cell

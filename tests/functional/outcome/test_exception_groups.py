@@ -371,8 +371,8 @@ def test_a_raised_causes_message_keeps_its_cause_and_a_doubtful_one_reads_none(
     line printed above it (`loading`: a cause named `loading`), and a line printed above a
     cause never raised (`ConfigError: was retried`) was read as the cause, with the real one
     as its message: where two lines may each be the cause's, none is read, but where the
-    raise makes its cause in place (`from Timeout("took too long")`), the one line of that
-    class is the cause's."""
+    raise makes its cause in place (`from Timeout("took too long")`, `from
+    ValueError("root")`), the one line of that class is the cause's."""
     (tmp_path / "raised.py").write_text(_RAISED)
     spec = tmp_path / "spec.yaml"
     kinds = "paragraph, context, long, interrupt, group, futures, printed, timeout, loading"
@@ -405,7 +405,9 @@ def test_a_raised_causes_message_keeps_its_cause_and_a_doubtful_one_reads_none(
         "interrupt": [("KeyboardInterrupt", "cause"), top],
         "group": [("ExceptionGroup", "cause"), top],
         "futures": [("ValueError", "cause"), ("ValueError", None)],
-        "printed": [],
+        # Two lines of types named as classes, but the raise makes its cause in place
+        # (`from ValueError("root")`): the one ValueError line is the cause's.
+        "printed": [("ValueError", "cause"), top],
         "timeout": [("Timeout", "cause"), top],
         # The raise makes its cause in place (`from Timeout(...)`): the one `Timeout` line
         # is the cause's, whatever was printed above it.

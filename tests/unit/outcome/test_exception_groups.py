@@ -620,19 +620,28 @@ RuntimeError: top
 def test_a_logged_traceback_ends_its_chain_at_its_own_lines() -> None:
     """The lines after a logged exception's own are no part of its message: a cause never
     raised among them is the next chain's (it read `KeyError("'x'\\nValueError: root")`,
-    the cause of RuntimeError); other lines among them leave that chain's cause missed."""
-    assert [(e.type, e.message, e.link) for e in parse_chain(LOGGED_THEN_UNRAISED)] == [
-        ("ValueError", "root", "cause"),
-        ("RuntimeError", "top", None),
-    ]
+    the cause of RuntimeError), by the class the raise makes in place or, where it names
+    none (`from err`), by the rule of any other output; where that reads none, the chain's
+    cause is missed, never the logged one's."""
+    read = [("ValueError", "root", "cause"), ("RuntimeError", "top", None)]
+
+    def chain(text: str) -> list[tuple[str, str | None, str | None]]:
+        return [(e.type, e.message, e.link) for e in parse_chain(text)]
+
+    assert chain(LOGGED_THEN_UNRAISED) == read
     two = LOGGED_THEN_UNRAISED.replace("ValueError: root", "retrying\nValueError: root")
-    assert [e.type for e in parse_chain(two)] == ["ValueError", "RuntimeError"]
-    # Two lines that may each be the cause's (`print("ConfigError: was retried")`): none.
+    assert chain(two) == read
+    # Two lines that may each be the cause's (`print("ConfigError: was retried")`): the
+    # raise's `from ValueError(` says which; with `from err`, none is read.
     doubt = LOGGED_THEN_UNRAISED.replace("ValueError: root", "ConfigError: x\nValueError: root")
-    assert [(e.type, e.link) for e in parse_chain(doubt)] == [("RuntimeError", None)]
+    assert chain(doubt) == read
+    err = 'from ValueError("root")\n'
+    assert chain(LOGGED_THEN_UNRAISED.replace(err, "from err\n")) == read
+    assert [e.type for e in parse_chain(doubt.replace(err, "from err\n"))] == ["RuntimeError"]
     # A chain printed right under a log record (`log.error(...)`, then the raise): its
     # blocks are one chain, as ever.
     raised = LOGGED_THEN_UNRAISED.replace("KeyError: 'x'\nValueError: root\n", "KeyError: 'x'\n")
+    raised = raised.replace(err, "from e\n")
     assert [(e.type, e.link) for e in parse_chain(raised)] == [
         ("KeyError", "cause"),
         ("RuntimeError", None),
