@@ -25,6 +25,12 @@ _UNSATISFIABLE_TODO = (
     "name versions the index has (`uv pip compile` of the same list says which is missing), "
     "or give the wheelhouse that has them with --find-links DIR (to doctor and to run alike)"
 )
+# Of a path entry whose own build failed (`Resolved.path_build`), which was told the index's
+# todo above: the index has no part in it.
+_PATH_BUILD_TODO = (
+    "fix the build of {entry} (its own error is the one quoted): `uv pip install {entry}` in "
+    "the spec's folder shows its whole output (the venv runner builds it the same way)"
+)
 _UNKNOWN_TODO = (
     "make the index reachable (your uv or pip configuration's, or --find-links DIR): the venv "
     "runner builds each cell's venv from it"
@@ -120,6 +126,7 @@ def resolve_check(
     envs = venvs.envs_folder(DEFAULT_OUT)
     unsatisfiable: list[str] = []
     failing: dict[str, None] = {}  # the cells of the lists that cannot be installed
+    fail_todos: dict[str, None] = {}  # of each unsatisfiable answer, in order
     unknown: list[str] = []
     unasked = 0  # lists not asked once the index did not answer, or uv timed out twice
     timeouts = 0
@@ -157,7 +164,16 @@ def resolve_check(
         unrecorded.update(dict.fromkeys(answer.unrecorded))
         if answer.state == "unsatisfiable":
             said = answer.said.rstrip(".")  # (uv's sentence, which this one goes on from)
-            unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
+            if answer.path_build:
+                # (the list named only where more than the entry: "./x: could not build ./x")
+                alone = packages == (answer.path_build,)
+                unsatisfiable.append(
+                    f"{said}{of}" if alone else f"{', '.join(packages)}{of}: {said}"
+                )
+                fail_todos[_PATH_BUILD_TODO.format(entry=answer.path_build)] = None
+            else:
+                unsatisfiable.append(f"{', '.join(packages)} cannot be installed{of}: {said}")
+                fail_todos[_UNSATISFIABLE_TODO] = None
             failing.update(dict.fromkeys(cells))
         elif answer.state == "unknown":
             unknown.append(f"{', '.join(packages)}{of}: {answer.said}")
@@ -184,7 +200,7 @@ def resolve_check(
             "; ".join(unsatisfiable)
             + f": on the venv runner, {scope}{others}"
             + (f" (and could not check {'; '.join(unknown)})" if unknown else ""),
-            _UNSATISFIABLE_TODO,
+            "; and ".join(fail_todos),
         )
     if unknown:
         return Check(

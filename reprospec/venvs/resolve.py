@@ -140,6 +140,30 @@ class Resolved:
     # backend's output names one: `_backend_offline`): it may well build where that network
     # answers, which neither a failure nor "the index did not answer" said.
     offline_build: bool = False
+    # Of an `unsatisfiable` answer, the path entry (`./mypkg`) whose own build failed: no
+    # index has any part in it, and its todo was the index's ("name versions the index has").
+    path_build: str = ""
+
+
+class RetryTimedOut(UvTimeout):
+    """Asked again after the index failed its first try quickly (`_asked`), uv ran past the
+    time left. Past the index's own wait (`past_index`), the index answered it (a silent
+    one ends in uv's `operation timed out` first): what timed out is the step itself, a
+    build, a long resolve, which was said as "the index did not answer"."""
+
+    def __init__(self, args: Sequence[str], first: str, left: float, past_index: bool) -> None:
+        self.first = first  # uv's error of the first try
+        self.left = left
+        self.past_index = past_index
+        self.step = "uv " + " ".join(args[:2])
+        super().__init__(f"{self.step} ran past the {left:.0f} s left when asked again")
+
+    def said(self) -> str:
+        """What timed out, after what the first try said."""
+        waited = "" if self.past_index else " (less than the index's own wait)"
+        return (
+            f"{self.first}; asked again, {self.step} ran out of the {self.left:.0f} s left{waited}"
+        )
 
 
 @frozen
@@ -225,6 +249,12 @@ def resolve(
             input="".join(f"{requirement}\n" for requirement in packages),
             env=env,
         )
+    except RetryTimedOut as exc:
+        # Past the index's wait, the resolve's own timeout (as below); within it, maybe
+        # the index's silence still.
+        return Resolved(
+            "unknown", exc.said(), stopped="timed_out" if exc.past_index else "unreached"
+        )
     except UvTimeout:
         return Resolved("unknown", f"uv pip compile took over {timeout_s:g}s", stopped="timed_out")
     except EnvBuildError as exc:  # (uv is not installed)
@@ -276,10 +306,12 @@ def _asked(
     try:
         return run_uv(args, timeout=left, cwd=cwd, input=input, env=env)
     except UvTimeout:
-        # The second try had only what was left: its timeout is no answer of the first's
-        # kind, and a build that failed then ran out of time was said "a slow build, not a
-        # failed one", "still running after 120 s". The first answer stands.
-        return done
+        # The second try had only what was left: said as what it is (RetryTimedOut), where
+        # the first answer stood, the index's failure, and a build that ran out of time once
+        # the index answered was said "the index did not answer".
+        waited = float(env.get("UV_HTTP_TIMEOUT", INDEX_TIMEOUT_S))
+        first = uv_error(done.stderr or done.stdout)
+        raise RetryTimedOut(args, first, left, past_index=left > waited) from None
 
 
 def _transient(output: str) -> bool:
@@ -427,6 +459,12 @@ def _built(
              *uv_pip_args(str(venv / "bin" / "python"), index)],
             timeout_s=timeout_s, cwd=cwd, env=env,
         )  # fmt: skip
+    except RetryTimedOut as exc:
+        # Asked again after the index failed the first try: past the index's wait, the
+        # build is what ran out of time (a slow one, as below), else perhaps the index.
+        if not exc.past_index:
+            return Resolved("unknown", exc.said(), stopped="unreached")
+        return Resolved("unknown", f"building {requirement}: {exc.said()}", slow=True)
     except UvTimeout:
         # Slow, not failed: its todo was to run `uv pip compile` to see an error there is
         # none of. The run's build waits for it (UV_TIMEOUT_S).
@@ -447,7 +485,7 @@ def _built(
     failed = f"could not build {requirement} ({_whence(is_path)}: {line})"
     if fetched := _backend_offline(output):
         return _offline_build(failed, fetched)
-    return Resolved("unsatisfiable", failed)
+    return Resolved("unsatisfiable", failed, path_build=requirement if is_path else "")
 
 
 def _whence(is_path: bool) -> str:

@@ -133,8 +133,16 @@ def test_an_sdist_whose_wheel_does_not_build_fails_doctor(cli: Cli, tmp_path: Pa
     assert check["why"].startswith(
         f"halfbuilt==1.0, {DEMO}==1.0 cannot be installed (in cell pkg=halfbuilt==1.0): could "
         "not build halfbuilt==1.0 (no wheel of it for this interpreter; its build from the "
-        f"sdist failed: {gcc}); ./mypkg, {DEMO}==1.0 cannot be installed (in cell "
-        f"pkg=./mypkg): could not build ./mypkg (its build from that path failed: {gcc}): "
+        f"sdist failed: {gcc}); ./mypkg, {DEMO}==1.0 (in cell pkg=./mypkg): could not build "
+        f"./mypkg (its build from that path failed: {gcc}): "
+    ), check
+    # A path's build is no index's: its todo was "name versions the index has".
+    assert check["todo"] == (
+        "name versions the index has (`uv pip compile` of the same list says which is "
+        "missing), or give the wheelhouse that has them with --find-links DIR (to doctor and "
+        "to run alike); and fix the build of ./mypkg (its own error is the one quoted): `uv "
+        "pip install ./mypkg` in the spec's folder shows its whole output (the venv runner "
+        "builds it the same way)"
     ), check
     assert "builds-fine" not in check["why"], check
     assert (tmp_path / "started").exists()  # (its wheel was built, as the run builds it)

@@ -54,12 +54,11 @@ def test_only_a_request_the_index_failed_quickly_is_asked_again(
     assert resolving._transient(output) is transient
 
 
-def test_a_second_try_past_the_time_left_is_no_slow_build(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # The first install failed quickly (refused), the second ran out of the time left: the
-    # build was said "still running after 120 s ... a slow build, not a failed one", of a
-    # build that failed, and whose second try had less than 120 s. The first answer stands.
+def _second_try_timed_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str]
+) -> resolving.Resolved | None:
+    """`_built` of six==1.0 whose first install the index refused and whose second ran out
+    of the time left (asked twice)."""
     tries: list[float] = []
 
     def run_uv(args: list[str], *, timeout: float, **_: object) -> subprocess.CompletedProcess[str]:
@@ -70,12 +69,38 @@ def test_a_second_try_past_the_time_left_is_no_slow_build(
 
     monkeypatch.setattr(resolving, "run_uv", run_uv)
     monkeypatch.setattr(resolving, "RETRY_PAUSE_S", 0.0)
-    said = resolving._built("six==1.0", False, tmp_path, IndexConfig(), None, 120.0, {})
+    said = resolving._built("six==1.0", False, tmp_path, IndexConfig(), None, 120.0, env)
     assert len(tries) == 2, tries
+    return said
+
+
+def test_a_second_try_past_the_indexs_wait_is_said_as_what_timed_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The first install failed quickly (refused), the second ran out of the ~120 s left, past
+    # the index's 30 s wait (a silent index ends in uv's own `timed out` by then): the first
+    # answer stood, "the index did not answer" (unreached: no other list asked, its todo to
+    # make the index reachable), where the index answered and the build ran out of time.
+    said = _second_try_timed_out(monkeypatch, tmp_path, {"UV_HTTP_TIMEOUT": "30"})
     assert said is not None
-    assert not said.slow, said
-    assert (said.state, said.stopped) == ("unknown", "unreached"), said
-    assert said.said.startswith("Failed to fetch"), said
+    assert (said.state, said.stopped, said.slow) == ("unknown", "", True), said
+    assert said.said == (
+        "building six==1.0: Failed to fetch: `http://127.0.0.1:9/simple/six/`; asked again, "
+        "uv pip install ran out of the 120 s left"
+    ), said
+
+
+def test_a_second_try_within_the_indexs_wait_may_be_the_index_still(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # With less time left than the index's own wait, it may have been silent still: not said
+    # to be a slow build, and said as the time left that ran out.
+    said = _second_try_timed_out(monkeypatch, tmp_path, {"UV_HTTP_TIMEOUT": "200"})
+    assert said is not None
+    assert (said.state, said.stopped, said.slow) == ("unknown", "unreached", False), said
+    assert said.said.endswith(
+        "; asked again, uv pip install ran out of the 120 s left (less than the index's own wait)"
+    ), said
 
 
 @pytest.mark.parametrize("step", ["install", "compile"])
@@ -127,7 +152,9 @@ def test_a_build_that_failed_with_no_network_words_is_a_failure(
 ) -> None:
     said = built_with_log(monkeypatch, tmp_path, "no gcc here")
     assert said == resolving.Resolved(
-        "unsatisfiable", "could not build ./mypkg (its build from that path failed: no gcc here)"
+        "unsatisfiable",
+        "could not build ./mypkg (its build from that path failed: no gcc here)",
+        path_build="./mypkg",
     )
 
 
