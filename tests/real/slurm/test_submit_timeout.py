@@ -47,21 +47,22 @@ def _slurmctld() -> int:
     return pid
 
 
-def _tools(tmp_path: Path, array_sbatch: str) -> dict[str, str]:
-    """PATH with an sbatch that runs `array_sbatch` for the array's script and is the real
-    sbatch for the merge's."""
+def _tools(tmp_path: Path, slow_sbatch: str, script: str = "array") -> dict[str, str]:
+    """PATH with an sbatch that runs `slow_sbatch` for `script`'s sbatch (the array's or
+    the merge's; `@SBATCH@` the real sbatch) and is the real sbatch for the other's."""
     real = shutil.which("sbatch")
     assert real is not None
     tools = tmp_path / "bin"
     tools.mkdir()
-    script = f'case "$*" in\n  *array.sbatch*) {array_sbatch} ;;\n  *) exec {real} "$@" ;;\nesac'
-    fake_tool(tools, "sbatch", script.replace("@SBATCH@", real))
+    case = f'case "$*" in\n  *{script}.sbatch*) {slow_sbatch} ;;\n  *) exec {real} "$@" ;;\nesac'
+    fake_tool(tools, "sbatch", case.replace("@SBATCH@", real))
     return {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
 
 
 @needs_cluster
-def test_an_array_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
-    cli: Cli, tmp_path: Path
+@pytest.mark.parametrize("script", ["array", "merge"])
+def test_a_job_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
+    cli: Cli, tmp_path: Path, script: str
 ) -> None:
     # "sbatch refused the job: ... Socket timed out on send/recv operation", exit 3, and
     # the run folder removed: slurmctld had queued the array, whose tasks then ran into
@@ -71,6 +72,7 @@ def test_an_array_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
     env = _tools(
         tmp_path,
         f'kill -STOP {pid}; (sleep {STOPPED_S}; kill -CONT {pid}) & exec @SBATCH@ "$@"',
+        script,
     )
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC)
@@ -84,11 +86,12 @@ def test_an_array_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
     (sub,) = json.loads((run / "slurm.json").read_text())["submissions"]
     warning = (
         "warning: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
-        f"out on send/recv operation; slurmctld queued it all the same: job {sub['array_job']} "
-        f"({run / 'array.sbatch'})"
+        f"out on send/recv operation; slurmctld queued it all the same: job "
+        f"{sub[f'{script}_job']} ({run / f'{script}.sbatch'})"
     )
     assert warning in done.stderr.splitlines(), done.stderr
-    assert f"array job {sub['array_job']} (1 shard, 1 attempt)" in done.stdout
+    said = f"array job {sub['array_job']} (1 shard, 1 attempt), merge job {sub['merge_job']} after"
+    assert said in done.stdout
     # The found job is the run's array: its shard runs into the folder, the merge after it.
     status = wait_settled(run)
     assert [s.state for s in status.shards] == ["done"], status
