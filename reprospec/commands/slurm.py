@@ -435,6 +435,18 @@ def _resume_refusal(run: SlurmRun) -> str | None:
     )
 
 
+def _unrecorded_jobs(run: SlurmRun) -> list[str]:
+    """The jobs of the run's own scripts still queued or running that slurm.json does not
+    record (squeue's; none where it does not answer)."""
+    from reprospec.slurm import ARRAY_SCRIPT, MERGE_SCRIPT, jobs_of_script
+
+    known = {job for sub in run.submissions for job in (sub.array_job, sub.merge_job)}
+    found: set[str] = set()
+    for script in (ARRAY_SCRIPT, MERGE_SCRIPT):
+        found |= jobs_of_script(str(run.run_dir / script), active=True) or set()
+    return sorted(found - known, key=int)
+
+
 def _resume(args: argparse.Namespace, ref: str) -> int:
     from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.core.safepoint import Deferral
@@ -458,6 +470,16 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         raise UsageError(
             f"{noun(len(active), 'shard')} {busy} {agree(len(active), 'is', 'are')} still in "
             f"Slurm: wait for {agree(len(active), 'it', 'them')} (or scancel), then resume"
+        )
+    if unrecorded := _unrecorded_jobs(run):
+        # An sbatch that timed out (its job queued all the same, after the lookup), or one
+        # by hand: its shards would run twice, into the same folders.
+        jobs = ", ".join(unrecorded)
+        raise UsageError(
+            f"{noun(len(unrecorded), 'job')} {jobs} of this run's scripts "
+            f"{agree(len(unrecorded), 'is', 'are')} in Slurm, not recorded in slurm.json (an "
+            f"sbatch that timed out?): wait for {agree(len(unrecorded), 'it', 'them')} (or "
+            "scancel), then resume"
         )
     missing = status.missing
     if missing and (refusal := _resume_refusal(run)) is not None:

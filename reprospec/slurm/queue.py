@@ -69,18 +69,20 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
     return entries
 
 
-def jobs_of_script(script: str) -> set[str] | None:
-    """The job ids squeue lists (in every state it still remembers) whose batch script is
-    `script` (its absolute path, as sbatch was given it: a run folder's own); None where
-    squeue did not answer. How a submission whose sbatch timed out is found: slurmctld may
-    have queued it all the same (submit.py)."""
-    said = _asked(["squeue", "--noheader", "--states=all", "--format=%F|%o"])
+def jobs_of_script(script: str, *, active: bool = False) -> set[str] | None:
+    """The job ids squeue lists (in every state it still remembers, or only those still
+    queued or running: `active`) whose batch script is `script` (its absolute path, as
+    sbatch was given it: a run folder's own); None where squeue did not answer. How a
+    submission whose sbatch timed out is found: slurmctld may have queued it all the same
+    (submit.py), and a resume must not submit its shards again."""
+    said = _asked(["squeue", "--noheader", "--states=all", "--format=%F|%T|%o"])
     if said is None:
         return None
     found = set()
     for line in said.splitlines():
-        job, _, command = line.strip().partition("|")
-        if command == script and job.isdigit():
+        job, _, rest = line.strip().partition("|")
+        state, _, command = rest.partition("|")
+        if command == script and job.isdigit() and (not active or state in ACTIVE_STATES):
             found.add(job)
     return found
 

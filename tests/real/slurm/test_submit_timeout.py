@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -122,4 +123,25 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
         f"still be queued (see squeue --format=%i,%o); the run folder is kept: {run}"
     ]
     assert (run / "array.sbatch").is_file()
+    assert json.loads((run / "slurm.json").read_text())["submissions"] == []
+    # The job queued after all (here by hand, held: it stays queued): a resume submitted
+    # the shards again, two jobs writing one shard's folder. It waits for it instead.
+    real = shutil.which("sbatch")
+    assert real is not None
+    held = subprocess.run(
+        [real, "--parsable", "--hold", str(run / "array.sbatch")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    try:
+        resumed = cli("slurm", "resume", str(run), env=env)
+    finally:
+        subprocess.run(["scancel", held], check=False, timeout=60)
+    assert resumed.code == 2, resumed.stderr
+    assert resumed.stderr.splitlines() == [
+        f"reprospec: job {held} of this run's scripts is in Slurm, not recorded in slurm.json "
+        "(an sbatch that timed out?): wait for it (or scancel), then resume"
+    ]
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
