@@ -108,6 +108,7 @@ from reprospec.core.words import (
     SIGKILL_OR_AN_EXIT_STATUS,
     SIGKILL_SENT_BY_A_PROCESS,
     plural,
+    ran_process,
 )
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, InfraError, UsageError
 from reprospec.outcome.pytestreport import (
@@ -1277,7 +1278,7 @@ def _ran_by(process: str) -> str:
     the engine counts it the main process's (its shell's exit status 139 said the signal):
     `sh: SIGSEGV in main@seg` read as if sh crashed; and a hang whose native place is such
     a process's (`make: hang in clock_nanosleep@libc<-main@nap` read as if make slept)."""
-    return f"in a process it ran ({_short(process)})"
+    return f"in {ran_process(process)}"
 
 
 def _short(cmdline: str) -> str:

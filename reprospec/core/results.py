@@ -246,7 +246,10 @@ class Outcome:
     as a crash's signature frame is but for a caller with no name, left out where the
     signature keeps it (`??@sleep`: a title's reader learns nothing of it), as
     `clock_nanosleep@libc<-main@nap` (`native.hung_frame`); one live sample, so the report
-    does not count hangs apart by it (`signatures.group_key`).
+    does not count hangs apart by it (`signatures.group_key`). `hung_process`, the command
+    line of the process that place is in where it is a process the attempt's own ran (`./nap`
+    under `./pp` reading its pipe, or under make), as capture's title names it: its line and
+    report said `hang in clock_nanosleep@libc<-main@nap`, as if the launcher slept.
     `members`: where `exception` is an exception group (`ExceptionGroup`, an
     `asyncio.TaskGroup`'s failure), the exceptions it held (a nested group's in its place),
     as its traceback printed them: every TaskGroup failure is an `ExceptionGroup`, its
@@ -278,12 +281,14 @@ class Outcome:
     hung_in: PythonFrame | None = None
     members: tuple[GroupMember, ...] = ()
     hung_native: str | None = None
+    hung_process: str | None = None
 
     @property
     def hung_place(self) -> str | None:
         """Where a hang sat, as its words and a report name it: `work (hangkid.py:3)`
         (`hung_in`), else its native place (`clock_nanosleep@libc<-main@nap`); None where
-        neither is known."""
+        neither is known. Its process, where `hung_process` names one, the words add
+        (`words.outcome_phrase`: `a process it ran (nap), in ...`)."""
         return self.hung_in.short() if self.hung_in is not None else self.hung_native
 
     def to_dict(self) -> JsonObject:

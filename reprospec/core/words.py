@@ -222,7 +222,9 @@ def outcome_phrase(
         parts.append(_child(outcome, pid=pid and where))
     if where and outcome.kind == "hang" and (place := outcome.hung_place) is not None:
         # Where it sat: hangs in two places share the signature `hang`.
-        parts.append(f"in {place}")
+        # A launcher's child's native place names that process, as capture's title does.
+        ran = outcome.hung_process if outcome.hung_in is None else None
+        parts.append(f"in {ran_process(ran)}, in {place}" if ran else f"in {place}")
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")
@@ -231,6 +233,14 @@ def outcome_phrase(
     if outcome.injected:
         parts.append("— " + injected_phrase(outcome.injected) if where else "(injected)")
     return " ".join(p for p in parts if p)
+
+
+def ran_process(cmdline: str) -> str:
+    """`a process it ran (nap)`: a process of the attempt's own program's (a launcher's or a
+    shell's child) where a hang's or a crash's place is, by its program's file name and its
+    arguments (`/w/nap 3` -> `nap 3`): capture's title and the run's words alike."""
+    program, _, rest = cmdline.strip().partition(" ")
+    return f"a process it ran ({program.rsplit('/', 1)[-1]} {rest}".strip() + ")"
 
 
 def injected_phrase(injected: str) -> str:

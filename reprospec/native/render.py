@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -180,6 +180,35 @@ def hung_process(stacks: NativeStacks) -> ProcessStacks | None:
     (nap)`); None where it names none."""
     found = _hung(stacks)
     return found[1] if found is not None else None
+
+
+def hung_descendant(stacks: NativeStacks) -> str | None:
+    """The command line of `hung_process` where it is a process another one read ran (its
+    parent is in the listing: `./nap` under `./pp` or `make`), the attempt's own program
+    not: `Outcome.hung_process`, which the run's line and report name beside the place, as
+    capture's title does; None where the place is the program's own or names no process."""
+    found = hung_process(stacks)
+    by_pid = {p.pid: p for p in stacks.processes}
+    parent = by_pid.get(found.ppid) if found is not None and found.ppid is not None else None
+    if found is None or parent is None or _runs_the_command(parent, found, by_pid):
+        return None
+    return found.command.strip() or None
+
+
+def _runs_the_command(
+    shell: ProcessStacks, child: ProcessStacks, by_pid: Mapping[int, ProcessStacks]
+) -> bool:
+    """Whether `shell` is the runner's own `/bin/sh -c ./nap` over the attempt's command
+    (`child`, `./nap`): the listing's top, a `-c` whose text is its child's command line.
+    The spec's command is run so, and `./nap` is then the program itself, no process it ran."""
+    words = shell.command.split(maxsplit=2)
+    return (
+        shell.ppid not in by_pid
+        and len(words) == 3
+        and words[0].rsplit("/", 1)[-1] in SHELLS
+        and words[1] == "-c"
+        and words[2].strip() == child.command.strip()
+    )
 
 
 def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:

@@ -427,7 +427,13 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
         # No Python stack names where it sat (a C program's): its live native stacks do, as
         # a crash's name its frame (its progress line and report said `hang` alone). After
         # a child's death, the child names the hang instead, as for Python.
-        outcome = replace(outcome, hung_native=native.hung_frame(evidence.native))
+        # A launcher's child it sat in (`./nap` under `./pp`) is named too, as capture's
+        # title names it: `hang in clock_nanosleep@libc<-main@nap` read as if `./pp` slept.
+        outcome = replace(
+            outcome,
+            hung_native=native.hung_frame(evidence.native),
+            hung_process=native.hung_descendant(evidence.native),
+        )
     if outcome.kind != "pass" and evidence.gpu is not None:
         outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:

@@ -28,6 +28,7 @@ from reprospec.core.words import (
     injected_phrase,
     outcome_phrase,
     plural,
+    ran_process,
     shorten,
     shorten_command,
 )
@@ -450,7 +451,11 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     elif attempt.ran is not None and attempt.ran.hung_native is not None:
         # A C program's hang has no Python stack: its native place, where the first attempt
         # sat at one live sample (no grouping key: group_key leaves it out), says where.
-        where = f"in {inline_code(attempt.ran.hung_native)}"
+        # A launcher's child's (`./nap` under `./pp`): that process too, as the title says.
+        ran = attempt.ran
+        where = f"in {inline_code(ran.hung_native)}"
+        if ran.hung_process:
+            where = f"in {ran_process(ran.hung_process)}, {where}"
     else:
         return ""
     return f"{where} (cell {inline_code(cell.cell.id)}, attempt {attempt.attempt})"

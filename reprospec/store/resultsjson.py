@@ -99,6 +99,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["hung_in"] = outcome.hung_in.to_dict()
     if outcome.hung_native is not None:
         out["hung_native"] = outcome.hung_native
+    if outcome.hung_process is not None:
+        out["hung_process"] = outcome.hung_process
     if outcome.members:
         out["members"] = [m.to_dict() for m in outcome.members]
     return out
@@ -188,6 +190,7 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         ),
         members=_members(d),
         hung_native=text_or_none(d.get("hung_native")),
+        hung_process=text_or_none(d.get("hung_process")),
     )
 
 

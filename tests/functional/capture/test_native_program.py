@@ -269,6 +269,9 @@ def test_a_c_program_s_hang_is_placed_by_the_run_s_line_report_and_results(
     assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
     assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
     assert f"`hang in {place}`" in (run / "report.md").read_text()
+    # Its own program's place: no process named beside it.
+    results = json.loads((run / "results.json").read_text())
+    assert "hung_process" not in results["cells"][0]["attempts"][0]["outcome"]
 
 
 @needs_cc
@@ -322,8 +325,15 @@ def test_a_launcher_reading_its_child_s_output_is_placed_in_the_child_that_hangs
     result, place = ran_hang(cli, tmp_path, "pp", _PIPED, "-DPOLL=0")
     assert place.endswith("<-main@nap"), place
     assert "@libc" in place.split("<-")[0], place  # the C library's sleep it sits in
-    assert f"default #1: hang in {place} (match" in result.stderr, result.stderr
     assert _parents(result.latest_run())["./nap"] == "./pp"
+    # The line, report.md and results.json name ./nap too, as capture's title does: they
+    # said `hang in clock_nanosleep@libc<-main@nap`, as if pp slept.
+    said = f"hang in a process it ran (nap), in {place}"
+    assert f"default #1: {said} (match" in result.stderr, result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    assert f"in a process it ran (nap), in `{place}` (cell" in report, report
+    results = json.loads((result.latest_run() / "results.json").read_text())
+    assert results["cells"][0]["attempts"][0]["outcome"]["hung_process"] == "./nap"
 
 
 @needs_cc

@@ -11,6 +11,7 @@ from reprospec.core.words import STUCK_MARK, STUCK_UNREAD
 from reprospec.native.render import (
     SHELL_WAITING,
     full_text,
+    hung_descendant,
     hung_frame,
     hung_process,
     python_caller,
@@ -429,6 +430,25 @@ def test_a_launcher_reading_its_childs_output_is_passed_over_for_its_hung_descen
     stranger = replace(_NAP, ppid=99)
     assert hung_frame(NativeStacks(processes=(_PP, stranger))) == "read@libc<-main@pp"
     assert hung_process(NativeStacks(processes=(_PP, stranger))) == _PP
+
+
+def test_the_hung_descendant_is_named_where_a_process_of_the_program_s_ran_it() -> None:
+    # The run's line said `hang in clock_nanosleep@libc<-main@nap` of ./pp reading ./nap's
+    # pipe, as if pp slept: the outcome names ./nap (`Outcome.hung_process`).
+    assert hung_descendant(NativeStacks(processes=(_ROOT_SH, _PP, _PP_NAP))) == "./nap"
+    # Not the spec's command itself under the runner's `/bin/sh -c ./nap`, nor one with
+    # no parent recorded, nor a parent's own place.
+    own = replace(_shell("attach", *_WAIT4, command="/bin/sh -c ./nap"), pid=20, ppid=1)
+    assert hung_descendant(NativeStacks(processes=(own, _PP_NAP))) is None
+    assert hung_descendant(NativeStacks(processes=(replace(_NAP, ppid=None),))) is None
+    lock = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@pp", "main@pp")
+    deadlocked = replace(_launched("./pp", 20, lock), ppid=10)
+    assert hung_descendant(NativeStacks(processes=(_ROOT_SH, deadlocked, _PP_NAP))) is None
+    # A shell of the program's own (make's recipe shell) that ran it: still a process it ran.
+    middle = replace(_shell("attach", *_WAIT4, command="/bin/sh -c ./nap"), pid=25, ppid=20)
+    assert hung_descendant(NativeStacks(processes=(_PP, middle, replace(_NAP, ppid=25)))) == (
+        "./nap"
+    )
 
 
 def test_a_parent_that_hangs_by_itself_beside_an_idle_child_is_still_the_place() -> None:

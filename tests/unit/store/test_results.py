@@ -26,6 +26,7 @@ from reprospec.core.results import (
     Verdict,
     VerdictKind,
 )
+from reprospec.core.words import outcome_phrase
 from reprospec.errors import FatalError, UsageError
 from reprospec.report.markdown import reproduce_command
 from reprospec.spec.checks.cells import unread_axis_message
@@ -183,6 +184,14 @@ def test_a_native_hang_place_is_kept_and_old_files_load_without_it() -> None:
     del data["cells"][0]["attempts"][0]["outcome"]["hung_native"]  # as older versions wrote it
     loaded = run_from_dict(data).cells[0].attempts[0].outcome
     assert loaded == replace(placed, hung_native=None)
+    # A launcher's child it sat in (`./nap` under `./pp`) is kept beside the place, and said.
+    child = replace(placed, hung_process="./nap")
+    cells = (replace(run.cells[0], attempts=(replace(first, outcome=child),)),)
+    data = as_file(replace(run, cells=cells))
+    assert data["cells"][0]["attempts"][0]["outcome"]["hung_process"] == "./nap"
+    assert run_from_dict(data).cells[0].attempts[0].outcome == child
+    said = "hang in a process it ran (nap), in clock_nanosleep@libc<-main@nap"
+    assert outcome_phrase(child).startswith(said), outcome_phrase(child)
 
 
 def test_a_group_ending_a_chain_has_its_members_stored_once() -> None:
