@@ -517,10 +517,20 @@ def _capture(
             ),
             None,
         )
+        frame: str | None
         if hung_in is not None:
             frame = frame_name(hung_in.function, hung_in.path, hung_in.line, workdir)
         elif observed.outcome.kind == "hang" and observed.outcome.where in ("worker", "child"):
-            frame = None  # the stacks' first frame is the main process's, only waiting
+            # The stacks' first frame is the main process's, only waiting; a child with no
+            # Python stack (`subprocess.run(["./nap"])`) has its native place (hung_native).
+            frame = next(
+                (
+                    a.ran.hung_native
+                    for a in attempts
+                    if a.ran and a.ran.signature == observed.signature and a.ran.hung_native
+                ),
+                None,
+            )
         else:
             frame = next((f for s in stacks if (f := crash_frame(s, workdir))), None)
             if frame is None and observed.outcome.kind in ("crash", "hang"):

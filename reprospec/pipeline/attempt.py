@@ -47,6 +47,7 @@ from reprospec.store.runfolder import RunFolder
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from reprospec.native.stacks import ProcessStacks
     from reprospec.outcome.gpufindings import GpuFindings  # where a diagnostic left one
 
 
@@ -404,6 +405,19 @@ def _preload_environ(names: tuple[str, ...]) -> tuple[str, ...]:
     )
 
 
+def _in_child(outcome: Outcome, found: tuple[str, ProcessStacks] | None) -> Outcome:
+    """`outcome` placed in the native place `found` under its child: named by that child's
+    command line where it is the child (`(child pid N: ./nap)`, as a crash in a child is
+    said), else a process the child ran (`hung_process`)."""
+    if found is None:
+        return outcome
+    place, process = found
+    command = process.command.strip() or None
+    if process.pid == outcome.pid:
+        return replace(outcome, hung_native=place, cmdline=outcome.cmdline or command)
+    return replace(outcome, hung_native=place, hung_process=command)
+
+
 def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outcome | NotRun:
     """A crash's signature gains its top in-library native frame, so two different
     segfaults are told apart; a hang with no Python stack, its native place (`hung_native`);
@@ -434,6 +448,17 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
             hung_native=native.hung_frame(evidence.native),
             hung_process=native.hung_descendant(evidence.native),
         )
+    elif (
+        outcome.kind == "hang"
+        and evidence.native is not None
+        and outcome.where == "child"
+        and outcome.pid is not None
+        and outcome.hung_in is None
+        and outcome.crashed_child is None
+    ):
+        # A Python program only waiting for its child (`subprocess.run(["./nap"])`): the
+        # child's native place, as a C launcher's (it read `hang (child pid N)`, no place).
+        outcome = _in_child(outcome, native.hung_below(evidence.native, outcome.pid))
     if outcome.kind != "pass" and evidence.gpu is not None:
         outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:

@@ -380,3 +380,52 @@ def test_a_stripped_program_s_hang_is_placed_without_its_unnamed_caller(
     assert "??" not in title, title
     assert "<-" not in title, title  # no caller with a name to give
     assert title.endswith("@libc"), title  # the C library's sleep it sits in
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_python_program_waiting_for_its_c_child_is_placed_in_the_child_s_native_stack(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `subprocess.run(["./nap"], capture_output=True)` was titled `run.py: hang in a child
+    # process` and run as `hang (child pid N)`, no place: the native place was read only of
+    # a hang with no Python stack, and run.py's only waits in communicate().
+    work = tmp_path / "py"
+    built(work, "nap", _NAP)
+    (work / "run.py").write_text(
+        'import subprocess\nsubprocess.run(["./nap"], capture_output=True)\n'
+    )
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "python3", "run.py", env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    assert title.startswith("run.py: hang in a child process in "), title
+    place = title.removeprefix("run.py: hang in a child process in ")
+    assert place.endswith("<-main@nap"), title
+    text = (work / "spec.yaml").read_text()
+    assert f"outcome: hang  # hung in {place}\n" in text, text
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out2"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (line,) = [line for line in run.stderr.splitlines() if "default #1:" in line]
+    assert line.startswith("[1/1] default #1: hang (child pid "), line
+    assert line.split(": ./nap) in ", 1)[1].startswith(f"{place} (match"), line
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_python_program_hanging_in_its_own_code_beside_an_idle_c_child_stays_its_own(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Its own frame, not the child's sleep: the child's native place is taken only where
+    # the main process only waits for it.
+    work = tmp_path / "own"
+    built(work, "nap", _NAP)
+    (work / "own.py").write_text(
+        "import subprocess, time\n"
+        'child = subprocess.Popen(["./nap"])\n'
+        "def spin():\n"
+        "    while True:\n"
+        "        time.sleep(0.05)\n"
+        "spin()\n"
+    )
+    title = captured_hang(cli, work, "own.py", "python3", "own.py")
+    assert title == "own.py: hang in spin (own.py:5)", title
