@@ -12,6 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -166,10 +167,14 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     A launcher that reads its child's output waits in `read` or `poll`, not in `wait4`
     (cargo's `Command::output`, ctest's epoll loop, a C parent's pipe): `./pp: hang in
     read@libc<-main@pp` while its `./nap` slept. So a process whose threads only wait on
-    a file descriptor (`_reads`) gives way to a descendant of its own (by the parents
-    `with_parents` recorded) that names a place and is no such reader: leaf first. Not a
-    process that hangs by itself beside an idle child (a parent on a mutex, or one thread
-    reading while another deadlocks): its own place, as before."""
+    a file descriptor as such a reader does (`_reads`; not a server's `accept`, beside an
+    idle pre-forked worker: it waits for a client) gives way to a descendant of its own (by
+    the parents `with_parents` recorded) that names a place and is no such reader: leaf
+    first, and of several the one that hangs most surely (`hang_rank`: a child deadlocked
+    on its mutex, not its sibling asleep, which was taken as the first listed), as where a
+    pid that wrapped lists the child before its reader. Not a process that hangs by itself
+    beside an idle child (a parent on a mutex, or one thread reading while another
+    deadlocks): its own place, as before."""
     found = _hung(stacks)
     return found[0] if found is not None else None
 
@@ -227,40 +232,66 @@ def _runs_the_command(
 def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:
     """`hung_frame`'s place and its process."""
     idling: tuple[str, ProcessStacks] | None = None
-    placed: list[tuple[str, ProcessStacks, bool]] = []  # each with whether it `_reads`
+    placed: list[_Placed] = []
     for process in stacks.processes:
         found = _own_place(process)
         if found is None:
             continue
-        place, launches, reads = found
-        if launches:
-            idling = idling or (place, process)
+        if found.launches:
+            idling = idling or (found.place, process)
         else:
-            placed.append((place, process, reads))
+            placed.append(found)
     if not placed:
         return idling
-    place, process, reads = placed[0]
-    if reads:
-        parents = {p.pid: p.ppid for p in stacks.processes if p.ppid is not None}
-        below = next(
-            (
-                (own, child)
-                for own, child, child_reads in placed
-                if not child_reads and _descends(child.pid, process.pid, parents)
-            ),
-            None,
-        )
-        if below is not None:
-            return below
-    return place, process
+    parents = {p.pid: p.ppid for p in stacks.processes if p.ppid is not None}
+    first = _topmost_reader(placed[0], placed, parents)
+    if first.reads:
+        below = [
+            (child.rank, index, child)
+            for index, child in enumerate(placed)
+            if not child.reads and _descends(child.process.pid, first.process.pid, parents)
+        ]
+        if below:
+            best = min(below, key=lambda found: found[:2])[2]
+            return best.place, best.process
+    return first.place, first.process
 
 
-def _own_place(process: ProcessStacks) -> tuple[str, bool, bool] | None:
-    """A live process's own place (`hung_frame`'s rules), whether it is a launcher that
-    only idles beside its reapers (`_launches`: taken where no other process names one),
-    and whether it only waits on a file descriptor (`_reads`); None where it names none or
+@dataclass(frozen=True)
+class _Placed:
+    """A live process's own place (`hung_frame`'s rules): `launches`, a launcher that only
+    idles beside its reapers (taken where no other process names one); `reads`, one that
+    only waits on a descriptor as a reader of a child's output does (`_reads`); `rank`, its
+    best thread's (`hang_rank`: a lock before code that runs before an idle wait before a
+    sleep), by which a reader's hung descendants are ranked."""
+
+    place: str
+    process: ProcessStacks
+    launches: bool
+    reads: bool
+    rank: tuple[int, bool]
+
+
+def _topmost_reader(first: _Placed, placed: Sequence[_Placed], parents: dict[int, int]) -> _Placed:
+    """The listing's first placed process, or the topmost reader above it that names a
+    place: the listing is by pid after the root's, and a pid that wrapped lists a reader's
+    child before it (a sleeping one, before its deadlocked sibling: its sleep was taken)."""
+    above = [p for p in placed if p.reads and _descends(first.process.pid, p.process.pid, parents)]
+    top = next(
+        (
+            p
+            for p in above
+            if not any(_descends(p.process.pid, q.process.pid, parents) for q in above)
+        ),
+        None,
+    )
+    return top if top is not None else first
+
+
+def _own_place(process: ProcessStacks) -> _Placed | None:
+    """A live process's own place and what it is (`_Placed`); None where it names none or
     its main thread waits for a child."""
-    from reprospec.native.stacks import hung_thread_order
+    from reprospec.native.stacks import hang_rank, hung_thread_order
 
     if process.source != "attach" or not process.threads:
         return None
@@ -275,17 +306,20 @@ def _own_place(process: ProcessStacks) -> tuple[str, bool, bool] | None:
     if place is None:
         return None
     launches = len(threads) < len(process.threads) and _launches(process, threads, best)
-    return place, launches, _reads(process, threads, best)
+    reads = _reads(process, threads, best)
+    return _Placed(place, process, launches, reads, hang_rank([f.symbol for f in best.frames]))
 
 
 def _reads(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> bool:
     """Whether a hung process only waits on its descendants' output: its ranked thread
-    waits on a file descriptor (`polls`: `read`, `poll`, `epoll_wait`, `select`), and each
-    other one idles too (a sleep, a timed wait, a poll) or is main joining or awaiting
-    them. One thread on a mutex or running its own code is a hang of its own beside it."""
-    from reprospec.native.stacks import idles, polls, waits_for_an_end
+    waits on a file descriptor as a reader of a child's output does (`waits_on_output`:
+    `read`, `poll`, `epoll_wait`, `select`; not a server's `accept` or a socket's `recv`,
+    which wait for a client), and each other one idles too (a sleep, a timed wait, a poll)
+    or is main joining or awaiting them. One thread on a mutex or running its own code is a
+    hang of its own beside it."""
+    from reprospec.native.stacks import idles, waits_for_an_end, waits_on_output
 
-    if not polls([f.symbol for f in best.frames]):
+    if not waits_on_output([f.symbol for f in best.frames]):
         return False
     main = _main_thread(process)
     for thread in threads:

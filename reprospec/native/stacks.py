@@ -205,11 +205,22 @@ def waits_for_an_end(functions: Sequence[str]) -> bool:
     return kind == "join" or name in _AWAITS
 
 
-def polls(functions: Sequence[str]) -> bool:
-    """Whether a hung thread waits on a file descriptor (a `read` of a pipe, a `poll`, an
-    `epoll_wait`, a `select`): where its process has a hung descendant, the output or the
-    end of that child is what it waits for (render's `hung_frame`)."""
-    return _waits_in(functions) == "poll"
+# Of the waits on a file descriptor, those that can be for a child's output: a pipe is read
+# with `read` (a launcher's `Command::output`, `subprocess`'s `communicate`, ctest's epoll
+# loop over it). Not `accept` (a server waiting for a client; a pre-forked worker idling
+# beside it is no child whose output it waits for: review), nor `recv`/`recvfrom`/`recvmsg`,
+# a socket's: its peer is a client or a server, and a child's stdout, even a socketpair's
+# (libuv's), is read with `read`.
+_OUTPUT_WAITS = _POLLS - frozenset(("accept", "accept4", "recv", "recvfrom", "recvmsg"))
+
+
+def waits_on_output(functions: Sequence[str]) -> bool:
+    """Whether a hung thread waits on a file descriptor as a reader of a child's output does
+    (a `read` of a pipe, a `poll`, an `epoll_wait`, a `select`): where its process has a hung
+    descendant, the output or the end of that child is what it waits for (render's
+    `hung_frame`). A server's `accept` or a socket's `recv` is not: it waits for a client."""
+    kind, name = _wait(functions)
+    return kind == "poll" and name in _OUTPUT_WAITS
 
 
 def with_parents(stacks: NativeStacks, parents: Mapping[int, int]) -> NativeStacks:
@@ -228,6 +239,20 @@ def idles(functions: Sequence[str]) -> bool:
     return _waits_in(functions) in ("sleep", "timed", "poll")
 
 
+# Each wait kind's rank for where a hang sits, lowest first (`hung_thread_order`).
+_RANK = {"lock": 0, "join": 0, "": 1, "timed": 1, "poll": 1, "sleep": 2}
+
+
+def hang_rank(functions: Sequence[str]) -> tuple[int, bool]:
+    """How surely a hung thread (its functions innermost first) is where a hang sits, lowest
+    first, as `hung_thread_order` ranks them: a wait on another thread (a lock, a join)
+    before code that runs, which is before an idle wait (a timed one, a poll), before a
+    sleep. Render's `hung_frame` ranks a reader's hung descendants so: a child that sleeps
+    beside one deadlocked on its mutex was taken for the hang as the first listed (review)."""
+    kind = _waits_in(functions)
+    return _RANK[kind], kind in ("sleep", "timed", "poll")
+
+
 def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int]:
     """The threads of a hung process (each: whether it is the main thread, its functions
     innermost first), as indexes, most surely where the hang sits first, by outcome's
@@ -239,7 +264,7 @@ def hung_thread_order(threads: Sequence[tuple[bool, Sequence[str]]]) -> list[int
     newest thread first: a daemon heartbeat in `nanosleep` was taken for where a hang sat,
     beside the thread on a held mutex (review)."""
     kinds = [_waits_in(functions) for _, functions in threads]
-    rank = {"lock": 0, "join": 0, "": 1, "timed": 1, "poll": 1, "sleep": 2}
+    rank = _RANK
 
     def key(index: int) -> tuple[bool, int, bool]:
         main = threads[index][0]

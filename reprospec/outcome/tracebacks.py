@@ -573,9 +573,12 @@ def _chains(lines: list[str]) -> list[_Chain]:
         unraised: list[PythonException] = []
         first = index
         if link is not None:
-            # After a logged traceback (`_logged_end`), read from its exception's own
-            # lines on: what follows them is no part of its chain.
+            # After a logged traceback (`_logged_end`), or one printed and gone on from
+            # (`_printed_end`), read from its exception's own lines on: what follows them
+            # is no part of its chain.
             logged = _logged_end(lines, chains[-1]) if chains else None
+            if logged is None and chains:
+                logged = _printed_end(lines, chains[-1], index)
             floor = chains[-1].last if chains else -1
             unraised, first, link = (
                 _unraised(lines, index, floor)
@@ -645,6 +648,34 @@ def _logged_end(lines: list[str], chain: _Chain) -> int | None:
     the same as a logged ValueError then output: its cause is missed, not made up.)"""
     if chain.start < 1 or not _LOG_RECORD.search(lines[chain.start - 1]):
         return None
+    return _own_end(lines, chain)
+
+
+def _printed_end(lines: list[str], chain: _Chain, header: int) -> int | None:
+    """The last line of the own lines of `chain`'s last exception (`_own_end`) where that
+    traceback was printed and gone on from (`traceback.print_exc()`): where the raise of
+    the traceback at `header` makes its cause by a call (`from make()`, `from
+    Timeout("built")`, as its source line shows: `_made_in_the_raise`) and lines at the
+    margin stand between those own lines and the link; None otherwise.
+
+    Such a cause is made, most likely never raised, and CPython prints it right under the
+    printed traceback with nothing between: read as the traceback's message, `Timeout:
+    built` was glued onto a printed `KeyError('x')` as its cause (`KeyError("'x'\nTimeout:
+    built")`). A raised cause's traceback reads the same, so the text alone cannot tell a
+    call that returns an exception raised before (`from self.error()`, whose message runs
+    over lines) from one that makes it; read as printed, that chain's cause is missed, not
+    made up. A bare name (`from err`) names a cause caught, so raised: none is read so."""
+    at = _link_index(lines, header)
+    if at is None or _link_of(lines[at]) != "cause" or _made_in_the_raise(lines, at) is None:
+        return None  # (a made cause is the raise's `from`: a direct cause, never a context)
+    end = _own_end(lines, chain)
+    return end if end is not None and end < at and not _right_after(lines, end, header) else None
+
+
+def _own_end(lines: list[str], chain: _Chain) -> int | None:
+    """The last line of the own lines of `chain`'s last exception: its first message line
+    and the indented ones under it, as `went_on` keeps them; None for a group's (its lines
+    end at its closing rule, which `_unraised_above` bounds already)."""
     if "Exception Group" in lines[chain.last]:
         return None
     index = chain.last + 1
@@ -783,25 +814,34 @@ def _made_in_the_raise(lines: list[str], link: int) -> str | None:
     `link` makes its cause in place (`from Timeout(...)` on the source lines under its last
     frame); None where there is no such traceback or its raise names no class so (`from
     err`: made elsewhere). CPython prints that cause as `Timeout: ...` (`errors.Timeout`
-    from another module): the class is the one the raise named, not a guess."""
+    from another module): the class is the one the raise named, not a guess. A group's
+    traceback is read as well, its `| ` bar taken off."""
     index = link + 1
     while index < len(lines) and not lines[index].strip():
         index += 1
-    if (
-        index >= len(lines)
-        or not _TB_HEADER.match(lines[index])
-        or "Exception Group" in lines[index]
-    ):
+    if index >= len(lines) or not _TB_HEADER.match(lines[index]):
         return None
+    # A group's traceback stands behind its `| ` bar (`  |     raise ExceptionGroup(...)
+    # from Timeout("a")`): read from under the bar, its first rule (`+-+---`) ending it.
+    bar = (
+        len(lines[index]) - len(lines[index].lstrip()) if "Exception Group" in lines[index] else -1
+    )
+    below: list[str] = []
+    for line in lines[index + 1 :]:
+        if bar >= 0 and (line[bar : bar + 1] != "|" or line[:bar].strip()):
+            break
+        below.append(line if bar < 0 else line[bar + 2 :])
+        if below[-1][:1].strip():
+            break  # its exception's line: the frames end above it
     last_frame = None
-    index += 1
-    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
-        if STACK_FRAME.match(lines[index]):
-            last_frame = index
-        index += 1
+    at = 0
+    while at < len(below) and (below[at][:1].isspace() or not below[at]):
+        if STACK_FRAME.match(below[at]):
+            last_frame = at
+        at += 1
     if last_frame is None:
         return None
-    source = " ".join(lines[last_frame + 1 : index])
+    source = " ".join(below[last_frame + 1 : at])
     made = _FROM_MADE.search(source)
     return made["name"] if made is not None else None
 

@@ -208,3 +208,53 @@ def test_a_multiline_cause_the_raise_makes_in_place_is_read_by_the_class_it_name
     }
     read = [("Timeout", "slow\nafter 3 tries", "cause"), ("RuntimeError", "top", None)]
     assert chains == {"alone": read, "note": read, "doubt": [], "elsewhere": []}, chains
+
+
+_PRINTED = textwrap.dedent(
+    """
+    import sys, traceback
+    kind = sys.argv[1]
+    class Timeout(Exception):
+        pass
+    def make():
+        return Timeout("built")
+    if kind == "group":
+        inner = ExceptionGroup("inner", [RuntimeError("top")])
+        raise ExceptionGroup("outer", [inner]) from Timeout("a\\nb")
+    try:
+        raise KeyError("x") if kind == "key" else Timeout("earlier\\nsecond")
+    except (KeyError, Timeout):
+        traceback.print_exc()
+    raise RuntimeError("top") from make()
+    """
+)
+
+
+def test_a_cause_made_under_a_printed_traceback_and_a_groups_are_read_as_printed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A cause a call makes (`from make()`) printed under a traceback the program printed
+    and went on from was glued onto it as its message (`KeyError("'x'\\nTimeout: built")`
+    the cause); a group's raise that makes its cause in place (`from Timeout("a\\nb")`,
+    behind the group's `| ` bar) read none. From stderr alone (`python -S`)."""
+    (tmp_path / "printed.py").write_text(_PRINTED)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: printed\nmatrix:\n  kind: [key, timeout, group]\n"
+        "command: python -S printed.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error}\n"
+    )
+    chains = {
+        cell.removeprefix("kind="): [
+            (link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])
+        ]
+        for cell, outcome in _outcomes(cli, spec).items()
+    }
+    assert chains == {
+        "key": [],
+        "timeout": [],
+        "group": [
+            ("Timeout", "a\nb", "cause"),
+            ("ExceptionGroup", "outer (1 sub-exception)", None),
+        ],
+    }, chains

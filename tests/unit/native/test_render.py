@@ -507,3 +507,49 @@ def test_a_native_place_runs_the_programs_code_where_its_innermost_frame_is_the_
     # A shared library's own wait, spun inline (libgomp's barrier), is not the program's.
     assert not runs_own_code("gomp_barrier_wait_end@libgomp")
     assert not runs_own_code("do_wait@libgomp")
+
+
+def test_a_server_waiting_for_a_client_beside_its_idle_child_is_the_place() -> None:
+    # A server forks an idle worker (./nap) and waits in `accept`: it was placed in the
+    # worker's sleep, as if it read that child's output (review). A wait for a client, or a
+    # socket's `recv`, is its own place; a pipe's `read` still gives way (the tests above).
+    for wait in ("accept", "__libc_accept", "accept4", "__libc_recv", "recvfrom", "recvmsg"):
+        server = replace(_launched("./server", 20, (f"{wait}@libc.so.6", "main@server")), ppid=10)
+        stacks = NativeStacks(processes=(_ROOT_SH, server, _PP_NAP))
+        assert hung_frame(stacks) == f"{wait.removeprefix('__libc_')}@libc<-main@server", wait
+        assert hung_process(stacks) == server
+
+
+_DL = ("__lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@dl", "main@dl")
+
+
+def test_a_reader_of_several_children_is_placed_in_the_one_that_hangs_most_surely() -> None:
+    # ./multi reads ./nap's pipe, ./dl deadlocks beside it: the first child listed won, and
+    # the hang was placed in ./nap's sleep (review). A lock before code that runs, before an
+    # idle wait, before a sleep (`hang_rank`); the listing's order between equals.
+    sleeps = replace(_NAP, pid=30, ppid=20)
+    deadlocked = replace(_launched("./dl", 40, _DL), ppid=20)
+    stacks = NativeStacks(processes=(_ROOT_SH, _PP, sleeps, deadlocked))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@dl"
+    assert hung_process(stacks) == deadlocked
+    busy = replace(_launched("./busy", 40, ("alpha@busy", "main@busy")), ppid=20)
+    assert hung_frame(NativeStacks(processes=(_PP, sleeps, busy))) == "alpha@busy"
+    timed = ("__futex_abstimed_wait_common@libc.so.6", "pthread_cond_timedwait@libc.so.6")
+    waits = replace(_launched("./waits", 40, (*timed, "main@waits")), ppid=20)
+    assert hung_frame(NativeStacks(processes=(_PP, waits, busy))) == "alpha@busy"
+    assert hung_process(NativeStacks(processes=(_PP, sleeps, waits))) == waits
+    other = replace(_NAP, pid=35, command="./other", ppid=20)
+    assert hung_process(NativeStacks(processes=(_PP, sleeps, other))) == sleeps
+    assert hung_process(NativeStacks(processes=(_PP, other, sleeps))) == other
+
+
+def test_a_reader_listed_after_its_child_still_gives_way_to_its_surest_child() -> None:
+    # The listing is by pid after the root's: a pid that wrapped lists ./pp's sleeping child
+    # first, whose sleep was taken though its sibling deadlocked. The reader above it ranks.
+    sleeps = replace(_NAP, pid=5, ppid=20)
+    deadlocked = replace(_launched("./dl", 6, _DL), ppid=20)
+    stacks = NativeStacks(processes=(_ROOT_SH, sleeps, deadlocked, _PP))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@dl"
+    # A process that hangs by itself listed first, below no reader, keeps its place.
+    alone = replace(deadlocked, ppid=10)
+    assert hung_process(NativeStacks(processes=(_ROOT_SH, alone, _PP, sleeps))) == alone

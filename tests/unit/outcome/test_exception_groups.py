@@ -678,3 +678,87 @@ def test_a_cause_the_raise_makes_in_place_is_read_by_the_class_it_names() -> Non
     assert [e.type for e in parse_chain(two)] == ["RuntimeError"]
     elsewhere = MADE_IN_THE_RAISE.replace('from Timeout("slow\\nafter 3 tries")', "from err")
     assert [e.type for e in parse_chain(elsewhere)] == ["RuntimeError"]
+
+
+# `traceback.print_exc()` of a KeyError, then `raise RuntimeError("top") from make()`, where
+# `make` returns `Timeout("built")`, never raised (CPython 3.11's output).
+PRINTED_THEN_MADE = """\
+Traceback (most recent call last):
+  File "/w/r.py", line 5, in <module>
+    raise KeyError('x')
+KeyError: 'x'
+Timeout: built
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/r.py", line 8, in <module>
+    raise RuntimeError('top') from make()
+RuntimeError: top
+"""
+
+
+def test_a_printed_traceback_ends_at_its_own_lines_where_the_raise_makes_its_cause() -> None:
+    """A cause the raise makes by a call (`from make()`) printed under a traceback the
+    program printed and went on from was glued onto it as its message, the link its:
+    `KeyError("'x'\\nTimeout: built")` the cause. That traceback ends at its own lines, as
+    a logged one does; the cause is read by the rule of a logged one's (a class named as
+    one, or the one the raise names), else missed. A bare name (`from e`) is a cause
+    caught, so raised: its message runs on to the link, as ever."""
+
+    def chain(text: str) -> list[tuple[str, str | None, str | None]]:
+        return [(e.type, e.message, e.link) for e in parse_chain(text)]
+
+    assert chain(PRINTED_THEN_MADE) == [("RuntimeError", "top", None)]
+    timeout = PRINTED_THEN_MADE.replace(
+        "raise KeyError('x')\nKeyError: 'x'",
+        "raise Timeout('earlier\\nsecond')\nTimeout: earlier\nsecond",
+    )
+    assert chain(timeout) == [("RuntimeError", "top", None)]
+    named = PRINTED_THEN_MADE.replace("Timeout: built", "ValueError: root")
+    assert chain(named) == [("ValueError", "root", "cause"), ("RuntimeError", "top", None)]
+    made = PRINTED_THEN_MADE.replace("from make()", 'from Timeout("built")')
+    assert chain(made) == [("Timeout", "built", "cause"), ("RuntimeError", "top", None)]
+    raised = PRINTED_THEN_MADE.replace("from make()", "from e")
+    assert chain(raised) == [
+        ("KeyError", "'x'\nTimeout: built", "cause"),
+        ("RuntimeError", "top", None),
+    ]
+    # A cause the call returns, raised before, its message of one line: one chain.
+    alone = PRINTED_THEN_MADE.replace("Timeout: built\n", "")
+    assert chain(alone) == [("KeyError", "'x'", "cause"), ("RuntimeError", "top", None)]
+
+
+# `inner = ExceptionGroup("inner", [RuntimeError("top")])`, then `raise
+# ExceptionGroup("outer", [inner]) from Timeout("a\\nb")` under `python -S` (CPython 3.11's
+# output).
+GROUP_FROM_MADE = """\
+Timeout: a
+b
+
+The above exception was the direct cause of the following exception:
+
+  + Exception Group Traceback (most recent call last):
+  |   File "/w/g.py", line 3, in <module>
+  |     raise ExceptionGroup("outer", [inner]) from Timeout("a\\nb")
+  | ExceptionGroup: outer (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | ExceptionGroup: inner (1 sub-exception)
+    +-+---------------- 1 ----------------
+      | RuntimeError: top
+      +------------------------------------
+"""
+
+
+def test_a_groups_raise_that_makes_its_cause_is_read_behind_its_bar() -> None:
+    """The group's source line stands behind its `| ` bar: the class it makes its cause of
+    (`from Timeout(`) was not read, and the cause was missed. A bare `Timeout` (`from
+    Timeout()`) under a line `Timeout: log` may be that line's message: none is read."""
+    assert [(e.type, e.message, e.link) for e in parse_chain(GROUP_FROM_MADE)] == [
+        ("Timeout", "a\nb", "cause"),
+        ("ExceptionGroup", "outer (1 sub-exception)", None),
+    ]
+    bare = MADE_IN_THE_RAISE.replace(
+        "Note: retrying\nTimeout: slow\nafter 3 tries", "Timeout: log\nTimeout"
+    )
+    assert [e.type for e in parse_chain(bare)] == ["RuntimeError"]

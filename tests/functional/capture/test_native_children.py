@@ -1,0 +1,88 @@
+"""`reprospec run` of a real C program beside children of its own that it does not read: where
+its hang is placed (a server's `accept` beside an idle worker; a reader of several children,
+one asleep and one deadlocked). Built with cc as test_native_program's programs are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec import native
+from tests.functional.capture.test_native_program import built, needs_cc, ran_hang
+from tests.support.cli import Cli
+
+_NAP = "#include <unistd.h>\nint main(void) { for (;;) sleep(1); }\n"
+
+# A server that forks an idle worker (./nap) and waits for a client that never comes.
+_SERVER = """\
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+    if (fork() == 0) { execl("./nap", "./nap", (char *)0); _exit(127); }
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 1) != 0) return 1;
+    accept(s, 0, 0);
+    return 0;
+}
+"""
+
+# A program that deadlocks on its own mutex.
+_DL = """\
+#include <pthread.h>
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static void stuck(void) { pthread_mutex_lock(&held); pthread_mutex_lock(&held); }
+int main(void) { stuck(); return 0; }
+"""
+
+# A launcher of two children, each with its stdout a pipe: ./nap sleeps, ./dl deadlocks, and
+# it reads the first one's pipe.
+_MULTI = """\
+#include <unistd.h>
+static int spawn(const char *path) {
+    int fds[2];
+    if (pipe(fds) != 0) _exit(1);
+    if (fork() == 0) {
+        dup2(fds[1], 1); close(fds[0]); close(fds[1]);
+        execl(path, path, (char *)0);
+        _exit(127);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+int main(void) {
+    char buf[1];
+    int first = spawn("./nap");
+    spawn("./dl");
+    return (int)read(first, buf, 1);
+}
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_server_waiting_for_a_client_beside_its_idle_worker_is_the_place(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # It was placed in the worker's sleep (`clock_nanosleep@libc<-main@nap`), its `accept`
+    # taken for a launcher's read of its child's output (review).
+    built(tmp_path / "server", "nap", _NAP)
+    _, place = ran_hang(cli, tmp_path, "server", _SERVER)
+    assert place.endswith("<-main@server"), place
+    assert place.startswith("accept"), place
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_reader_of_several_children_is_placed_in_the_deadlocked_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The first child listed won: ./nap's sleep, where ./dl deadlocked on its mutex (review).
+    built(tmp_path / "multi", "nap", _NAP)
+    built(tmp_path / "multi", "dl", _DL)
+    _, place = ran_hang(cli, tmp_path, "multi", _MULTI)
+    assert place.endswith("<-stuck@dl"), place
