@@ -448,6 +448,9 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     found = where_stuck(attempt.stack, source=unread, first=stored)
     if found is not None:
         where = found.describe(lambda frame: inline_code(short(frame)))
+        if attempt.ran is not None and attempt.ran.hung_native is not None:
+            # A child with no Python stack its parent waits for: its native place too.
+            where += f" in {inline_code(attempt.ran.hung_native)}"
     elif attempt.ran is not None and attempt.ran.hung_native is not None:
         # A C program's hang has no Python stack: its native place, where the first attempt
         # sat at one live sample (no grouping key: group_key leaves it out), says where.

@@ -408,6 +408,8 @@ def test_a_python_program_waiting_for_its_c_child_is_placed_in_the_child_s_nativ
     (line,) = [line for line in run.stderr.splitlines() if "default #1:" in line]
     assert line.startswith("[1/1] default #1: hang (child pid "), line
     assert line.split(": ./nap) in ", 1)[1].startswith(f"{place} (match"), line
+    report = (run.latest_run() / "report.md").read_text()
+    assert f"not a Python program) in `{place}` (cell" in report, report
 
 
 @needs_cc
