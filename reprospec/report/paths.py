@@ -16,6 +16,7 @@ that copy names it relative, through the labelled `paths` it carries.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -28,14 +29,21 @@ from reprospec.core.results import alike
 if TYPE_CHECKING:
     from reprospec.core.results import AttemptResult, Outcome, RunResult
 
-# A path starts where no path character precedes it (so `/a/b` inside `/x/a/b` is not one).
-_BEFORE = r"(?<![\w.~/-])"
+# A path starts where no path character precedes it (so `/a/b` inside `/x/a/b` is not one),
+# or after a JSON string's escaped line break or tab: a bundle's results.json holds a log
+# excerpt's lines as `...\n../../work/main/.venv/...`, where the `n` read as a word's.
+_BEFORE = r"(?:(?<![\w.~/-])|(?<=\\[nrt]))"
 # ... and ends at a separator or at a character that cannot continue the name.
 _AFTER = r"(?=/|$|[^\w.-])"
 
 
+# The `..`s a relative spelling of a labelled root begins with (`_relative_spellings`).
+_UPS = Lazy(r"^(?:\.\./)+")
+
 # The engine's short scratch folders (process/scratch.py ORPHAN_PREFIX), each attempt's pair.
-_SCRATCH = Lazy(_BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER)
+_SCRATCH = Lazy(
+    "(?=/)" + _BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER
+)
 _SCRATCH_NAMES = {"tmp": "<TMPDIR>", "cache": "<XDG_CACHE_HOME>"}
 # The label of the user's name where it is a folder of a path outside the home folder.
 USER = "<user>"
@@ -48,7 +56,12 @@ _NOT_PERSONAL = frozenset({"root", "nobody"})
 class PathNames:
     """Shortens the paths of one run: `shorten(text)`; no labels, no change."""
 
-    def __init__(self, labels: Mapping[str, str], users: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        labels: Mapping[str, str],
+        users: Iterable[str] = (),
+        bases: Iterable[str] | None = None,
+    ) -> None:
         names = sorted({u for u in users if _personal(u)}, key=len, reverse=True)
         # `/work/alice/repo`: the name as a whole folder of a path, not inside a word.
         self._users = (
@@ -62,16 +75,25 @@ class PathNames:
             reverse=True,  # the most specific first: a venv inside the project is `<venv>`
         )
         self._labels = dict(roots)
+        if bases is None:  # the project's folder: what a child's own tools print relative to
+            bases = [path for path, label in labels.items() if not label]
+        self._relative = _relative_spellings(roots, bases)
+        spellings = [
+            *(re.escape(path) for path, _ in roots),
+            *(
+                rf"(?:\.\./){{{ups},}}{re.escape(tail)}"
+                for tail, (ups, _) in self._relative.items()
+            ),
+        ]
+        # `/`, `.` of `../`, `<` of a copy's labelled root (`<home>/proj`).
+        firsts = re.escape(
+            "".join({path[0] for path, _ in roots} | ({"."} if self._relative else set()))
+        )
         self._pattern = (
-            re.compile(
-                _BEFORE
-                + "("
-                + "|".join(re.escape(path) for path, _ in roots)
-                + ")"
-                + _AFTER
-                + "(/?)"
-            )
-            if roots
+            # (its first character looked at first: most of a text's characters start no
+            # path, and the two ways `_BEFORE` lets one start cost each of them twice as much)
+            re.compile(f"(?=[{firsts}])" + _BEFORE + f"({'|'.join(spellings)}){_AFTER}(/?)")
+            if spellings
             else None
         )
 
@@ -101,7 +123,10 @@ class PathNames:
         return data if shortened == text else shortened.encode("utf-8", "surrogateescape")
 
     def _name(self, match: re.Match[str]) -> str:
-        label = self._labels[match[1]]
+        found = match[1]
+        if found.startswith("../"):
+            return self._relative[_UPS.sub("", found)][1] + match[2]
+        label = self._labels[found]
         if label:
             return label + match[2]
         # The project: relative to it, and the project itself is `.`.
@@ -116,7 +141,40 @@ class PathNames:
         folder of any other path (`<user>`)."""
         home = [path for path, label in labels.items() if label == HOME]
         kept = {path: label for path, label in labels.items() if label}
-        return cls(kept, [*users, *_this_user(), *(PurePosixPath(p).name for p in home)])
+        bases = [path for path, label in labels.items() if not label]
+        users = [*users, *_this_user(), *(PurePosixPath(p).name for p in home)]
+        return cls(kept, users, bases)
+
+
+def _relative_spellings(
+    roots: Iterable[tuple[str, str]], bases: Iterable[str]
+) -> dict[str, tuple[int, str]]:
+    """The relative spellings of the labelled `roots` that name them by their folders' names,
+    as a tool prints a path relative to the project (`bases`): pytest's rootdir at
+    /tmp/h5/inc_a heads a warning from the venv's file `../../../work/main/.venv/lib/...`,
+    which named the venv's place (or, `../../../home/alice/...`, the user) where the line
+    below it said `<venv>`. Each is kept as the text after its `..`s -> (the fewest `..`s
+    that reach the root's own folders from a base, its label); more `..`s are a base below
+    the project (a workdir, an ini file's folder), `..` above `/` stays there.
+
+    Only a spelling that names folders is one: a root above a base is `..`s alone (the
+    project's `../data/x.csv` names no one, and which `..` a tool meant is not known), and a
+    root inside a base is the project's own relative path. Labelled roots only: a copy's
+    (`<home>/proj`) are already named."""
+    spellings: dict[str, tuple[int, str]] = {}
+    bases = [base.rstrip("/") for base in bases if base.startswith("/") and base.strip("/")]
+    for root, label in roots:  # the most specific first: it keeps a tail two roots share
+        if not label or not root.startswith("/"):
+            continue
+        for base in bases:
+            common = posixpath.commonpath([root, base])
+            if common in (root, base):
+                continue
+            ups = len(PurePosixPath(base).relative_to(common).parts)
+            tail = posixpath.relpath(root, common)
+            fewest, named = spellings.get(tail, (ups, label))
+            spellings[tail] = (min(ups, fewest), named)
+    return dict(sorted(spellings.items(), key=lambda item: len(item[0]), reverse=True))
 
 
 def shared(labels: Mapping[str, str]) -> bool:

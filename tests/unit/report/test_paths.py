@@ -43,3 +43,31 @@ def test_a_copys_labelled_paths_read_the_same_again() -> None:
     assert again.shorten(text) == text
     # A report made from the copy names the project relative, as the sender's did.
     assert PathNames(copied).shorten('File "<home>/proj/train.py"') == 'File "train.py"'
+
+
+def test_a_relative_spelling_of_a_labelled_folder_is_named_by_its_label() -> None:
+    labels = {
+        "/work/main/.venv": "<venv>",
+        "/root/.pyenv/versions/3.11.7": "<python>",
+        "/tmp/h5/inc_a": "",
+        "/root": "<home>",
+    }
+    text = (
+        "../../../work/main/.venv/lib/python3.11/site-packages/torch/x.py:52\n"
+        "  /work/main/.venv/lib/python3.11/site-packages/torch/x.py:52: UserWarning\n"
+        "../../../../root/.pyenv/versions/3.11.7/lib/a.py ../../../root/notes\n"
+    )
+    masked = (
+        "<venv>/lib/python3.11/site-packages/torch/x.py:52\n"
+        "  <venv>/lib/python3.11/site-packages/torch/x.py:52: UserWarning\n"
+        "<python>/lib/a.py <home>/notes\n"
+    )
+    assert PathNames(labels).shorten(text) == masked
+    assert PathNames.for_bundle(labels).shorten(text) == masked
+    # As a bundle's results.json holds the lines: each after an escaped line break.
+    assert PathNames.for_bundle(labels).shorten(text.replace("\n", "\\n")) == masked.replace(
+        "\n", "\\n"
+    )
+    # The project's own relative paths, and `..`s that name no folder, are the user's.
+    kept = "../data/x.csv ../../x ../../work/main/.venv .venv/lib ../../../work/main/.venvx"
+    assert PathNames(labels).shorten(kept) == kept
