@@ -71,12 +71,13 @@ from reprospec.minimize.hangplace import (
     ran_source,
 )
 from reprospec.minimize.named import unread_listed
-from reprospec.minimize.preloadhint import preload_hint
+from reprospec.minimize.preloadhint import preload_hint, preload_note
 from reprospec.minimize.probes import RAISED_FROM, ProbeRunner, only_cell, reread, stored_source
 from reprospec.minimize.program import EXPRESSION, Program, split_words
 from reprospec.minimize.report import (
     Minimized,
     dir_checked,
+    no_passing_words,
     not_the_reduced_cell,
     write,
     write_reports,
@@ -254,6 +255,15 @@ def _minimize(
                 f"its own path in the container ({clash}): move the project under another "
                 "folder"
             )
+    if not all_passing and not workload:
+        # Before anything runs, not only with the answer: a user's search that was stopped
+        # (its own time limit, a Ctrl-C) wrote a result that had slid to another bug, and
+        # never said why. Now they can stop at once and add a passing cell.
+        held = (
+            "will be held only to failing as the cell's expect says, with the original's signature"
+        )
+        stop = "(said before the search: Ctrl-C stops it now)"
+        say(f"reprospec: warning: {no_passing_words(held)} {stop}")
     # Said before step 1, whose attempts pay the same import.
     hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
     if hint is not None:
@@ -425,6 +435,8 @@ def _minimize(
             timeout_s=attempt.timeout_s,
             hang=expectation.outcome == "hang",
             say=say,
+            budget=options.budget,
+            pace_note=preload_note(attempt, original, run_options, told=hint is not None),
         )
         floors = {f.path: f.floor for f in fields}
         steps = {f.path: f.step for f in fields}

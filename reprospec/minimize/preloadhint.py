@@ -30,15 +30,7 @@ def preload_hint(
     attempt: AttemptPlan, program: Program, options: RunOptions, command_line: str, spec: str
 ) -> str | None:
     """The line minimize prints to suggest `--preload torch` (see above), or None."""
-    from reprospec.process.preload import entry_point, fresh_reason
-    from reprospec.runners.local import resolve_python
-
-    if attempt.preload or options.preload is not None or options.runner not in _FORKING_RUNNERS:
-        return None
-    if not program.workload and not any(_imports(text, HEAVY) for _, text in program.files):
-        return None
-    forked = replace(attempt, preload=(HEAVY,))
-    if fresh_reason(forked, entry_point(forked, resolve_python(options.python))) is not None:
+    if not _would_import(attempt, program, options) or _fork_refused(attempt, options):
         return None
     command = command_line or f"reprospec minimize {shlex.quote(spec)}"
     return (
@@ -48,6 +40,38 @@ def preload_hint(
         "attempt differs from a fresh one in what the spec cannot show "
         "(docs/spec-format.md#preload-forked-attempts)"
     )
+
+
+def preload_note(attempt: AttemptPlan, program: Program, options: RunOptions, *, told: bool) -> str:
+    """What the pace line (probes.py: the first attempts' seconds, what the budget takes)
+    ends with: that the hint said before step 1 would make them cheaper (`told`), or why
+    `--preload` cannot, where the program imports torch afresh in each attempt. A user's
+    pytest command paid 8 s an attempt for 10 minutes and heard neither: `pytest` is not
+    the run's Python interpreter, whose program a fork runs (`process/preload.entry_point`)."""
+    if not _would_import(attempt, program, options):
+        return ""
+    if told:
+        return (
+            f"; `--preload {HEAVY}` (said above) forks them from one server that imported it once"
+        )
+    refused = _fork_refused(attempt, options)
+    return f"; `--preload {HEAVY}` cannot fork them: {refused}" if refused else ""
+
+
+def _would_import(attempt: AttemptPlan, program: Program, options: RunOptions) -> bool:
+    """Whether each attempt imports torch afresh, in a runner that could fork it."""
+    if attempt.preload or options.preload is not None or options.runner not in _FORKING_RUNNERS:
+        return False
+    return program.workload or any(_imports(text, HEAVY) for _, text in program.files)
+
+
+def _fork_refused(attempt: AttemptPlan, options: RunOptions) -> str | None:
+    """Why a forked attempt of this cell would run fresh after all, or None."""
+    from reprospec.process.preload import entry_point, fresh_reason
+    from reprospec.runners.local import resolve_python
+
+    forked = replace(attempt, preload=(HEAVY,))
+    return fresh_reason(forked, entry_point(forked, resolve_python(options.python)))
 
 
 def _imports(text: str, module: str) -> bool:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -216,6 +217,9 @@ def _raised(run_dir: Path, attempt: AttemptResult) -> tuple[str, ...]:
 # never sooner than the floor (`ProbeRunner.candidate_timeout`).
 CANDIDATE_FACTOR = 10
 CANDIDATE_FLOOR_S = 10.0
+# The first attempts' pace is said where the budget at it would take this long or more: a
+# user's pytest command spent 9 min 50 s on 145 attempts (8 s each) and heard nothing.
+PACE_SAID_FROM_S = 60.0
 
 
 class ProbeRunner:
@@ -243,6 +247,8 @@ class ProbeRunner:
         timeout_s: float | None = None,
         hang: bool = True,
         say: Callable[[str], None] | None = None,
+        budget: int = 0,
+        pace_note: str = "",
     ) -> None:
         self.env = env  # the spec has environment.env: every candidate sets its own
         self.same_signature = same_signature
@@ -285,6 +291,10 @@ class ProbeRunner:
         self.longest: dict[str, float] = {}
         self.say = say
         self.capped_at: float | None = None
+        # The pace line (`_say_pace`): the whole budget, and what it ends with (preloadhint).
+        self.budget = budget
+        self.pace_note = pace_note
+        self.paced = False
 
     def candidate_timeout(self, side: str) -> float | None:
         """The timeout a probe's attempts run at: `CANDIDATE_FACTOR` times the longest
@@ -313,7 +323,9 @@ class ProbeRunner:
                 runs = self.options.out.resolve() / "runs"
                 self.longest[side] = _longest_attempt(stored, runs)
             return replace(stored, interrupted=False)
+        began = time.monotonic()
         stored = self._run(program, probe, key)
+        self._say_pace(stored, time.monotonic() - began)
         if not stored.interrupted:
             self.state.add(stored)
         elif stored.run_id:
@@ -321,6 +333,24 @@ class ProbeRunner:
             # the numbers it drew stay drawn, so its attempt folders are not numbered again.
             self.state.cut(key, stored.first_attempt)
         return stored
+
+    def _say_pace(self, stored: StoredProbe, wall_s: float) -> None:
+        """After the first probe that ran (the original's first attempts), its seconds an
+        attempt, the wall clock's at -j (a run's own setup, each interpreter's imports), and
+        what the budget would take at that pace, so a user can choose a smaller --budget,
+        a larger -j or --preload before waiting; said once, where that is a minute or more."""
+        if self.paced or self.say is None or stored.interrupted or not stored.kinds:
+            return
+        self.paced = True
+        each = wall_s / len(stored.kinds)
+        if each * self.budget < PACE_SAID_FROM_S:
+            return
+        minutes, seconds = divmod(round(each * self.budget), 60)
+        self.say(
+            f"{len(stored.kinds)} attempts took {wall_s:.1f}s, {each:.1f}s an attempt at "
+            f"-j {self.parallel}: the budget of {self.budget} attempts would take about "
+            f"{minutes}m {seconds:02d}s at that pace{self.pace_note}"
+        )
 
     def _run(self, program: Program, probe: Probe, key: str) -> StoredProbe:
         from reprospec import api

@@ -1037,12 +1037,19 @@ def _no_passing_warning(found: Minimized) -> str:
     cell): the oracle is only "fails with the same signature", which a user's race met as
     `raise RuntimeError(...)` and its segfault as `ctypes.string_at(0)`, the condition
     that is the bug gone. Said so that the reader does not take the result for the bug."""
-    if found.passing or found.result.program.workload or not _answered(found):
+    # Every result but a refusal's (none): a partial one (interrupted, out of time) slid as
+    # far as a finished one can, and was the one a user's stopped run left unsaid.
+    if found.passing or found.result.program.workload or found.result.status == "refused":
         return ""
+    return no_passing_words(f"is held only to failing as {found.signature or 'the expect says'}")
+
+
+def no_passing_words(held: str) -> str:
+    """The warning of a command spec with no passing cell; `held` says what the result is
+    held to (minimize says it before its search too, `driver.py`, in the future tense)."""
     return (
-        "the spec has no passing cell: the result is held only to failing as "
-        f"{found.signature or 'the expect says'}, so it may be any program that fails so, "
-        "the condition that is the bug gone; give the spec a passing cell "
+        f"the spec has no passing cell: the result {held}, so it may be any program that "
+        "fails so, the condition that is the bug gone; give the spec a passing cell "
         "(a matrix axis with a value where the program passes and a case that says so, "
         "`expect.cases: [{when: {AXIS: VALUE}, outcome: pass}]`) and minimize again"
     )
@@ -1060,7 +1067,14 @@ def _messages(found: Minimized) -> list[str]:
     # Where the result's row is empty, why: DIR's rerun did not fail (its failures were the
     # search's, whose messages are not kept), or its failure printed none.
     after = "(none printed)"
-    if found.unconfirmed:
+    if not found.result.rate.attempts and not found.message_after:
+        # Not run at the end (stopped first): "none printed" would say it ran and printed none.
+        after = (
+            "(not measured: the search was stopped before its final check)"
+            if found.interrupted
+            else "(not measured: no final check ran it)"
+        )
+    elif found.unconfirmed:
         after = "(DIR's rerun did not fail"
         if found.result.rate.matched:
             after += f"; the search's final check saw it fail in {rate_text(found.result.rate)}"

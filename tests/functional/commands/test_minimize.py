@@ -899,6 +899,96 @@ if n % 5 != 4:
 """
 
 
+SLOW_TORCH = """\
+\"\"\"A stand-in for torch, as slow to import (no torch is needed to be told of it).\"\"\"
+import time
+
+time.sleep(0.8)
+"""
+
+SLOW_TEST = """\
+import torch
+
+
+def helper(n):
+    return [i * i for i in range(n)]
+
+
+def test_forward():
+    width = len(helper(3))
+    if width == 3:
+        raise RuntimeError(f"shapes cannot be multiplied ({width}x2)")
+"""
+
+
+def test_a_stopped_search_of_a_spec_without_a_passing_cell_warned_first_and_said_its_pace(
+    tmp_path: Path,
+) -> None:
+    # A new user's capture-written pytest spec (one cell) was minimized with --budget 150
+    # -j 2: 145 attempts of 8 s (pytest importing torch) in 9 min 50 s, no pace or hint said,
+    # then stopped; the partial result had slid to another bug, and neither the console nor
+    # minimize.md said the spec had no passing cell (said only of a finished search), and
+    # minimize.md's result message read "(none printed)", of a result never run at the end.
+    work = written(
+        tmp_path / "work",
+        {
+            "torch.py": SLOW_TORCH,
+            "test_model.py": SLOW_TEST,
+            "spec.yaml": "reprospec: 1\nname: slow-pytest\n"
+            "command: pytest -q -p no:cacheprovider test_model.py\n"
+            "expect: {outcome: error, exception: RuntimeError, "
+            "message: 'shapes cannot be multiplied'}\n",
+        },
+    )
+    states = tmp_path / "out" / "minimize"
+
+    def two_probes_stored() -> bool:
+        stored = list(states.glob("*/state.json"))
+        return bool(stored) and len(json.loads(stored[0].read_text())["probes"]) >= 2
+
+    stopped = interrupt_when(
+        argv(tmp_path, "--budget", "150", "--format", "text", spec=work / "spec.yaml"),
+        two_probes_stored,
+        # The venv's `pytest`, as the user's shell found it.
+        env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert stopped.code == 130, stopped.stderr
+    said = stopped.stderr.splitlines()
+    # Before anything ran: the first line, in the house's warning format.
+    assert said[0].startswith(
+        "reprospec: warning: the spec has no passing cell: the result will be held only to "
+        "failing as the cell's expect says, with the original's signature, so it may be any "
+        "program that fails so"
+    ), stopped.stderr
+    assert said[0].endswith("(said before the search: Ctrl-C stops it now)"), said[0]
+    # After the original's first attempts (2 at -j 2, 0.8 s each and pytest's start): the
+    # pace and what the budget takes at it, and why --preload cannot help a `pytest` command.
+    pace = [line for line in said if " an attempt at -j 2: " in line]
+    assert len(pace) == 1, stopped.stderr
+    assert re.fullmatch(
+        r"2 attempts took [\d.]+s, [\d.]+s an attempt at -j 2: the budget of 150 attempts "
+        r"would take about \dm \d\ds at that pace; `--preload torch` cannot fork them: the "
+        r"command runs pytest, not the run's Python interpreter",
+        pace[0],
+    ), pace[0]
+    assert said.index(pace[0]) < next(
+        i for i, line in enumerate(said) if line.startswith("2/150 attempts")
+    ), stopped.stderr
+    # The partial result says it too: the answer's first line, minimize.md's top, the JSON.
+    assert stopped.stdout.startswith(
+        "warning: the spec has no passing cell: the result is held only to failing as "
+        "error:RuntimeError"
+    ), stopped.stdout
+    result = tmp_path / "result"
+    assert json.loads((result / "minimize.json").read_text())["no_passing_cell"] is True
+    md = (result / "minimize.md").read_text()
+    assert md.splitlines()[2].startswith("**Warning: the spec has no passing cell:"), md
+    assert "(interrupted)" in md.splitlines()[4]
+    # The result was not run at the end: not measured, never "(none printed)".
+    assert "| the result | (not measured: the search was stopped before its final check) |" in md
+    assert "(none printed)" not in md
+
+
 def test_a_flaky_original_measured_enough_rejects_a_candidate_failing_every_time(
     tmp_path: Path,
 ) -> None:
