@@ -436,15 +436,15 @@ def _resume_refusal(run: SlurmRun) -> str | None:
 
 
 def _unrecorded_jobs(run: SlurmRun) -> list[str]:
-    """The jobs of the run's own scripts still queued or running that slurm.json does not
-    record (squeue's; none where it does not answer)."""
-    from reprospec.slurm import ARRAY_SCRIPT, MERGE_SCRIPT, jobs_of_script
+    """The user's jobs of the run's own scripts still queued or running that slurm.json
+    does not record (squeue's, asked once for both scripts; none where it does not
+    answer)."""
+    from reprospec.slurm import ARRAY_SCRIPT, MERGE_SCRIPT, jobs_of_scripts
 
     known = {job for sub in run.submissions for job in (sub.array_job, sub.merge_job)}
-    found: set[str] = set()
-    for script in (ARRAY_SCRIPT, MERGE_SCRIPT):
-        found |= jobs_of_script(str(run.run_dir / script), active=True) or set()
-    return sorted(found - known, key=int)
+    scripts = [str(run.run_dir / script) for script in (ARRAY_SCRIPT, MERGE_SCRIPT)]
+    found = jobs_of_scripts(scripts) or []
+    return [job.job for job in found if job.active and job.job not in known]
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:

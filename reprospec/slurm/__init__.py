@@ -50,7 +50,13 @@ from reprospec.slurm.plan import (
     save,
     spec_changed,
 )
-from reprospec.slurm.queue import ACTIVE_STATES, QueueEntry, jobs_of_script, query_queue
+from reprospec.slurm.queue import (
+    ACTIVE_STATES,
+    QueueEntry,
+    ScriptJob,
+    jobs_of_scripts,
+    query_queue,
+)
 from reprospec.slurm.resume import KILL_SIGNALS, forget_killed_attempts, set_aside_unresumable
 from reprospec.slurm.scripts import array_script, merge_script, write_scripts
 from reprospec.slurm.status import (
@@ -81,6 +87,7 @@ __all__ = [
     "MergeStatus",
     "QueueEntry",
     "RunStatus",
+    "ScriptJob",
     "ShardArgs",
     "ShardState",
     "ShardStatus",
@@ -96,7 +103,7 @@ __all__ = [
     "default_reprospec_command",
     "find",
     "forget_killed_attempts",
-    "jobs_of_script",
+    "jobs_of_scripts",
     "load",
     "merge_argv",
     "merge_script",

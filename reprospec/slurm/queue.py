@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable
+from datetime import datetime
 
 from reprospec.core.frozen import frozen
 
@@ -69,22 +71,63 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
     return entries
 
 
-def jobs_of_script(script: str, *, active: bool = False) -> set[str] | None:
-    """The job ids squeue lists (in every state it still remembers, or only those still
-    queued or running: `active`) whose batch script is `script` (its absolute path, as
-    sbatch was given it: a run folder's own); None where squeue did not answer. How a
-    submission whose sbatch timed out is found: slurmctld may have queued it all the same
-    (submit.py), and a resume must not submit its shards again."""
-    said = _asked(["squeue", "--noheader", "--states=all", "--format=%F|%T|%o"])
+@frozen
+class ScriptJob:
+    """A job squeue lists whose batch script is one of a run folder's own."""
+
+    job: str  # the array job's id, or a plain job's
+    script: str  # its batch script, as sbatch was given it (an absolute path)
+    submitted: datetime | None  # slurmctld's submit time (squeue's %V, local time)
+    tasks: frozenset[int]  # an array's task ids (its --array); empty for a plain job
+    active: bool  # a task (or the job) still queued or running
+
+
+def jobs_of_scripts(scripts: Iterable[str], *, timeout_s: float = 30) -> list[ScriptJob] | None:
+    """The user's jobs (squeue --me: another's script is not the run's, whatever its path)
+    whose batch script is one of `scripts`, in every state squeue still remembers (an ended
+    job stays listed for MinJobAge); None where squeue did not answer within `timeout_s`.
+    How a submission whose sbatch timed out is found (submit.py: its submit time and
+    tasks tell it from an older job of the same script), and how a resume learns of one
+    found too late. One squeue call for all the scripts."""
+    wanted = set(scripts)
+    said = _asked(
+        ["squeue", "--me", "--noheader", "--array", "--states=all", "--format=%F|%K|%V|%T|%o"],
+        timeout_s=timeout_s,
+    )
     if said is None:
         return None
-    found = set()
+    jobs: dict[str, tuple[str, str, set[int], bool]] = {}
     for line in said.splitlines():
-        job, _, rest = line.strip().partition("|")
-        state, _, command = rest.partition("|")
-        if command == script and job.isdigit() and (not active or state in ACTIVE_STATES):
-            found.add(job)
-    return found
+        # The script is last: a path with a `|` in it stays whole.
+        parts = line.strip().split("|", 4)
+        if len(parts) < 5 or parts[4] not in wanted or not parts[0].isdigit():
+            continue
+        job, task, submitted, state, script = parts
+        _, _, tasks, active = jobs.setdefault(job, (script, submitted, set(), False))
+        if task.isdigit():
+            tasks.add(int(task))
+        jobs[job] = (script, submitted, tasks, active or state in ACTIVE_STATES)
+    return [
+        ScriptJob(
+            job=job,
+            script=script,
+            submitted=_submit_time(submitted),
+            tasks=frozenset(tasks),
+            active=active,
+        )
+        for job, (script, submitted, tasks, active) in sorted(
+            jobs.items(), key=lambda item: int(item[0])
+        )
+    ]
+
+
+def _submit_time(text: str) -> datetime | None:
+    """squeue's %V (SLURM_TIME_FORMAT=standard, set by _asked: a user's own format, say
+    `relative`, would not parse); None where it reads otherwise."""
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
 
 
 def _parse_squeue(text: str, wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
@@ -129,15 +172,24 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
     return out
 
 
-def _asked(argv: list[str]) -> str | None:
+def _asked(argv: list[str], *, timeout_s: float = 30) -> str | None:
     """What a Slurm client (squeue, sacct) printed; None where it is not installed, did not
-    answer within 30 s, or refused (sacct where the cluster keeps no accounting). A reason
-    or a job's field may be in any bytes (a site's plugin, a locale): replaced."""
+    answer within `timeout_s`, or refused (sacct where the cluster keeps no accounting). A
+    reason or a job's field may be in any bytes (a site's plugin, a locale): replaced.
+    Times in Slurm's standard format (YYYY-MM-DDTHH:MM:SS), whatever the user's
+    SLURM_TIME_FORMAT."""
     if shutil.which(argv[0]) is None:
         return None
+    env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, errors="replace", timeout=30, check=False
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=max(timeout_s, 1),
+            check=False,
+            env=env,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -12,7 +12,7 @@ from time import monotonic, sleep
 from reprospec.core import capped
 from reprospec.errors import InfraError
 from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun, Submission, save
-from reprospec.slurm.queue import jobs_of_script
+from reprospec.slurm.queue import ScriptJob, jobs_of_scripts
 
 # sbatch answers a job id, or its refusal: more than this is cut (head and tail kept).
 _ANSWER_BYTES = 64 * 1024
@@ -85,31 +85,60 @@ def _sbatch(argv: Sequence[str]) -> str:
     return job
 
 
-def _sbatch_or_found(argv: Sequence[str], known: set[str], say: Callable[[str], None]) -> str:
-    """`_sbatch`, and where it timed out, the job slurmctld queued all the same (told by
-    its script, the run folder's own, among the jobs `known` to slurm.json or not): that
-    job is the submission, recorded as sbatch's answer would have been, so that neither
-    it nor its shards are left unseen and no resume submits them twice."""
+def _sbatch_or_found(
+    argv: Sequence[str],
+    tasks: frozenset[int],
+    known: set[str],
+    say: Callable[[str], None],
+) -> str:
+    """`_sbatch`, and where it timed out, the job slurmctld queued all the same: that job
+    is the submission, recorded as sbatch's answer would have been, so that neither it
+    nor its shards are left unseen and no resume submits them twice. `tasks`: the array
+    tasks the sbatch asks for (empty: the merge, a plain job).
+
+    The job is told by its script (the run folder's own), and from an older job of that
+    script (an ended array squeue still lists for MinJobAge, one submitted by hand) by
+    being the user's, submitted since this sbatch began, with the tasks it asked for, and
+    not `known` to slurm.json: adopting an older one recorded a finished job as the
+    shards', whose folders then held no results."""
+    # Whole seconds (squeue's %V has no more), taken down: a job submitted in the second
+    # the sbatch began is not missed.
+    since = datetime.now().replace(microsecond=0)
     try:
         return _sbatch(argv)
     except SbatchUnanswered as exc:
         script = argv[-1]
         deadline = monotonic() + _LOOKUP_S
-        while (found := jobs_of_script(script)) is None and monotonic() < deadline:
-            sleep(2)
-        if found is None:
-            raise SubmissionUnconfirmed(
-                f"{exc}; squeue did not answer either (for {_LOOKUP_S:g} s): the job of "
-                f"{script} may be queued all the same"
-            ) from None
-        new = sorted(found - known, key=int)
+        # Each squeue bounded by the time left: a silent one no longer outlasts the lookup.
+        while (found := jobs_of_scripts([script], timeout_s=deadline - monotonic())) is None:
+            if monotonic() >= deadline:
+                raise SubmissionUnconfirmed(
+                    f"{exc}; squeue did not answer either (for {_LOOKUP_S:g} s): the job of "
+                    f"{script} may be queued all the same"
+                ) from None
+            sleep(min(2, max(deadline - monotonic(), 0)))
+        new = [job for job in found if _is_this_submission(job, since, tasks, known)]
         if not new:
             raise SubmissionUnconfirmed(
-                f"{exc}; squeue lists no job of {script}: it may still be queued (see "
-                "squeue --format=%i,%o)"
+                f"{exc}; squeue lists no job of {script} submitted since: it may still be "
+                "queued (see squeue --me --format=%i,%V,%o)"
             ) from None
-        say(f"{exc}; slurmctld queued it all the same: job {new[-1]} ({script})")
-        return new[-1]
+        job = new[-1].job
+        say(f"{exc}; slurmctld queued it all the same: job {job} ({script})")
+        return job
+
+
+def _is_this_submission(
+    job: ScriptJob, since: datetime, tasks: frozenset[int], known: set[str]
+) -> bool:
+    """Whether `job` is the one an sbatch that began at `since` asked for. Ended as well as
+    queued: a short job may have finished within the sbatch's timeout (ours is 120 s)."""
+    return (
+        job.job not in known
+        and job.submitted is not None
+        and job.submitted >= since
+        and job.tasks == tasks
+    )
 
 
 def _scancel(job: str) -> None:
@@ -138,10 +167,10 @@ def submit(
     known = {job for sub in run.submissions for job in (sub.array_job, sub.merge_job) if job}
     if not merge_only:
         a_argv = array_argv(run, chosen, time=time)
-        array_job = _sbatch_or_found(a_argv, known, say)
+        array_job = _sbatch_or_found(a_argv, frozenset(chosen), known, say)
     m_argv = merge_argv(run, array_job or None)
     try:
-        merge_job = _sbatch_or_found(m_argv, known, say)
+        merge_job = _sbatch_or_found(m_argv, frozenset(), known, say)
     except InfraError:
         # An array without its merge would leave shards nobody merges: take it back.
         if array_job:

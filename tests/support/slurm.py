@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,6 +19,22 @@ from reprospec.slurm import RunStatus, load, run_status
 
 IN_CI = os.environ.get("CI") == "true"
 SETTLE_TIMEOUT_S = 600.0
+# One per machine, as the cluster is: xdist's workers and a second pytest beside them.
+_CLUSTER_LOCK = Path(tempfile.gettempdir()) / "reprospec-slurm-tests.lock"
+
+
+@contextlib.contextmanager
+def cluster_held(*, alone: bool) -> Iterator[None]:
+    """The cluster shared with other Slurm tests, or held `alone`: a test that stops
+    slurmctld (past MessageTimeout: test_submit_timeout.py) makes every other's sbatch and
+    squeue time out, so it waits for them to end and they wait for it (tests/real/slurm's
+    conftest.py). A flock: a test that dies releases it."""
+    with _CLUSTER_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _cluster() -> str:

@@ -32,8 +32,10 @@ PID_FILE = Path(os.environ.get("REPROSPEC_SLURM_STATE", "/var/tmp/reprospec-slur
 PID_FILE = PID_FILE / "run" / "slurmctld.pid"
 
 
-def _slurmctld() -> int:
-    """slurmctld's pid, where this test may stop it; else skipped (a failure in CI)."""
+@pytest.fixture
+def slurmctld_pid() -> int:
+    """slurmctld's pid, where this test may stop it; else skipped (a failure in CI). Asked
+    for, it holds the cluster alone (conftest.py): no other Slurm test runs as it stops."""
     try:
         pid = int(PID_FILE.read_text().strip())
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
@@ -63,13 +65,13 @@ def _tools(tmp_path: Path, slow_sbatch: str, script: str = "array") -> dict[str,
 @needs_cluster
 @pytest.mark.parametrize("script", ["array", "merge"])
 def test_a_job_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
-    cli: Cli, tmp_path: Path, script: str
+    cli: Cli, tmp_path: Path, script: str, slurmctld_pid: int
 ) -> None:
     # "sbatch refused the job: ... Socket timed out on send/recv operation", exit 3, and
     # the run folder removed: slurmctld had queued the array, whose tasks then ran into
     # no folder (their output lost), with no merge after them and no record of them.
     require_cluster()
-    pid = _slurmctld()
+    pid = slurmctld_pid
     env = _tools(
         tmp_path,
         f'kill -STOP {pid}; (sleep {STOPPED_S}; kill -CONT {pid}) & exec @SBATCH@ "$@"',
@@ -119,8 +121,9 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
     run = only_run(shared)
     assert done.stderr.splitlines() == [
         "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
-        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'}: it may "
-        f"still be queued (see squeue --format=%i,%o); the run folder is kept: {run}"
+        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} submitted "
+        "since: it may still be queued (see squeue --me --format=%i,%V,%o); the run folder is "
+        f"kept: {run}"
     ]
     assert (run / "array.sbatch").is_file()
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
@@ -143,5 +146,46 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
     assert resumed.stderr.splitlines() == [
         f"reprospec: job {held} of this run's scripts is in Slurm, not recorded in slurm.json "
         "(an sbatch that timed out?): wait for it (or scancel), then resume"
+    ]
+    assert json.loads((run / "slurm.json").read_text())["submissions"] == []
+
+
+@needs_cluster
+def test_a_resume_whose_sbatch_timed_out_does_not_adopt_an_older_finished_job_of_its_script(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The lookup took the newest job of array.sbatch that slurm.json did not record, in any
+    # state squeue still lists: here shard 2's job, run by hand and finished before the
+    # resume, recorded as the resume's array of shards 1 and 2 (exit 0), whose shard 1
+    # then never ran and whose merge failed. A job is this sbatch's only if it was
+    # submitted since the sbatch began, with the tasks it asked for.
+    require_cluster()
+    timed_out = (
+        'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
+        'operation" >&2; exit 1'
+    )
+    env = _tools(tmp_path, timed_out)
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC.replace("expect:", "run: {repeat: 2}\nexpect:"))
+    shared = tmp_path / "shared"
+    done = cli("slurm", str(spec), "--shards", "2", "--out", str(shared), env=env)
+    assert done.code == 3, done.stderr
+    run = only_run(shared)
+    real = shutil.which("sbatch")
+    assert real is not None
+    by_hand = subprocess.run(
+        [real, "--parsable", "--wait", "--array=2", str(run / "array.sbatch")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert by_hand.returncode == 0, by_hand.stderr
+    resumed = cli("slurm", "resume", str(run), env=env)
+    assert resumed.code == 3, resumed.stderr
+    assert resumed.stderr.splitlines() == [
+        "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
+        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} "
+        "submitted since: it may still be queued (see squeue --me --format=%i,%V,%o)"
     ]
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
