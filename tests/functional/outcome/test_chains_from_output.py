@@ -258,3 +258,77 @@ def test_a_cause_made_under_a_printed_traceback_and_a_groups_are_read_as_printed
             ("ExceptionGroup", "outer (1 sub-exception)", None),
         ],
     }, chains
+
+
+_RAISED_BEFORE = textwrap.dedent(
+    """
+    import sys, traceback
+    from concurrent.futures import ThreadPoolExecutor
+    kind = sys.argv[1]
+    class Timeout(Exception):
+        pass
+    def load(path):
+        # a validation error whose message runs over lines at the margin, as pydantic's does
+        raise ValueError("2 validation errors for Config\\nbatch_size\\nlr")
+    def make():
+        return Timeout("built")
+    def make_error(message):
+        try:
+            raise RuntimeError(message)
+        except RuntimeError as e:
+            return e
+    if kind == "future":
+        with ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(load, "cfg.yaml")
+            fut.exception()
+        raise RuntimeError("loading cfg.yaml failed") from fut.exception()
+    if kind == "helper":
+        raise KeyError("top") from make_error("worker failed\\nOSError: disk full")
+    try:
+        raise RuntimeError("worker failed\\nOSError: disk full")
+    except RuntimeError:
+        traceback.print_exc()
+    raise KeyError("top") from make()
+    """
+)
+
+
+def test_a_cause_raised_before_keeps_its_chain_and_a_printed_message_makes_none(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A cause raised before and fetched by a call (`from fut.exception()`, `from
+    make_error(...)`, the helper that raised it, caught it and returned it) was cut off its
+    chain as a cause the call made, under `python` too, where the program's record holds
+    the chain alone: `expect.exception: ValueError` missed. And a traceback printed and gone
+    on from (`RuntimeError("worker failed\\nOSError: disk full")`) then a cause a call made
+    (`Timeout("built")`) read `OSError` as that cause, a class made up: from stderr alone
+    (`python -S`) none is read; from the record, the Timeout."""
+    (tmp_path / "raised.py").write_text(_RAISED_BEFORE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: raised-before\nmatrix:\n"
+        "  kind: [future, helper, printed]\n  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} raised.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error}\n"
+    )
+    chains = {
+        cell: [(link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])]
+        for cell, outcome in _outcomes(cli, spec).items()
+    }
+    future = [
+        ("ValueError", "2 validation errors for Config\nbatch_size\nlr", "cause"),
+        ("RuntimeError", "loading cfg.yaml failed", None),
+    ]
+    helper = [
+        ("RuntimeError", "worker failed\nOSError: disk full", "cause"),
+        ("KeyError", "'top'", None),
+    ]
+    made = [("Timeout", "built", "cause"), ("KeyError", "'top'", None)]
+    assert chains == {
+        "kind=future,python=python": future,
+        "kind=future,python=python -S": future,
+        "kind=helper,python=python": helper,
+        "kind=helper,python=python -S": helper,
+        "kind=printed,python=python": made,
+        "kind=printed,python=python -S": [],
+    }, chains

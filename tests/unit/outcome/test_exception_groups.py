@@ -27,7 +27,12 @@ from reprospec.core.words import outcome_phrase
 from reprospec.native import agrees
 from reprospec.outcome.classify import classify
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import parse_chain, raised_types, recorded_chain
+from reprospec.outcome.tracebacks import (
+    PythonException,
+    parse_chain,
+    raised_types,
+    recorded_chain,
+)
 from reprospec.report.failure import chain_lines, member_lines
 from reprospec.store.resultsjson import outcome_from_dict, outcome_to_dict
 from tests.support.plans import execution_in
@@ -704,7 +709,9 @@ def test_a_printed_traceback_ends_at_its_own_lines_where_the_raise_makes_its_cau
     `KeyError("'x'\\nTimeout: built")` the cause. That traceback ends at its own lines, as
     a logged one does; the cause is read by the rule of a logged one's (a class named as
     one, or the one the raise names), else missed. A bare name (`from e`) is a cause
-    caught, so raised: its message runs on to the link, as ever."""
+    caught, so raised: its message runs on to the link, as ever. Under that cut only the
+    class the raise names is read: a line named as a class (`ValueError: root`) may be
+    more of the printed message, and no cause is read of it."""
 
     def chain(text: str) -> list[tuple[str, str | None, str | None]]:
         return [(e.type, e.message, e.link) for e in parse_chain(text)]
@@ -715,8 +722,9 @@ def test_a_printed_traceback_ends_at_its_own_lines_where_the_raise_makes_its_cau
         "raise Timeout('earlier\\nsecond')\nTimeout: earlier\nsecond",
     )
     assert chain(timeout) == [("RuntimeError", "top", None)]
+    # A line named as a class may be more of the printed KeyError's message: none is read.
     named = PRINTED_THEN_MADE.replace("Timeout: built", "ValueError: root")
-    assert chain(named) == [("ValueError", "root", "cause"), ("RuntimeError", "top", None)]
+    assert chain(named) == [("RuntimeError", "top", None)]
     made = PRINTED_THEN_MADE.replace("from make()", 'from Timeout("built")')
     assert chain(made) == [("Timeout", "built", "cause"), ("RuntimeError", "top", None)]
     raised = PRINTED_THEN_MADE.replace("from make()", "from e")
@@ -762,3 +770,98 @@ def test_a_groups_raise_that_makes_its_cause_is_read_behind_its_bar() -> None:
         "Note: retrying\nTimeout: slow\nafter 3 tries", "Timeout: log\nTimeout"
     )
     assert [e.type for e in parse_chain(bare)] == ["RuntimeError"]
+
+
+# `fut = pool.submit(load, ...)`, `load` raising a ValueError whose message runs over lines
+# at the margin, then `raise RuntimeError(...) from fut.exception()` (CPython 3.11's output).
+FROM_A_FUTURE = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/concurrent/futures/thread.py", line 58, in run
+    result = self.fn(*self.args, **self.kwargs)
+  File "/w/f1.py", line 4, in load
+    raise ValueError(f"2 validation errors for Config\\nbatch_size\\nlr")
+ValueError: 2 validation errors for Config
+batch_size
+lr
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/f1.py", line 8, in <module>
+    raise RuntimeError("loading cfg.yaml failed") from fut.exception()
+RuntimeError: loading cfg.yaml failed
+"""
+_VALIDATION = ("ValueError", "2 validation errors for Config\nbatch_size\nlr", "cause")
+_LOADING = ("RuntimeError", "loading cfg.yaml failed", None)
+
+
+def _links(chain: tuple[PythonException, ...]) -> list[tuple[str, str | None, str | None]]:
+    return [(e.type, e.message, e.link) for e in chain]
+
+
+def test_a_programs_record_is_never_cut_at_a_printed_traceback() -> None:
+    """A program's own record holds its chain alone: the block above a link is always the
+    chain's. `from fut.exception()` (a call) cut the raised ValueError off its chain there
+    too, at its first line, and the chain read was the RuntimeError alone."""
+    assert _links(recorded_chain(FROM_A_FUTURE)) == [_VALIDATION, _LOADING]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "fut.exception()",
+        "sys.exception()",
+        "sys.exc_info()[1]",
+        "e.with_traceback(tb)",
+        "make_error()",
+    ],
+)
+def test_a_call_that_returns_a_raised_cause_keeps_its_chain_from_stderr(spelling: str) -> None:
+    """From stderr alone (`python -S`), a raise whose cause is fetched by a call
+    (`sys.exc_info()[1]`, `fut.exception()`, `e.with_traceback(tb)`) or returned by a helper
+    the traceback above has a frame in (`from make_error()`, a frame `in make_error`) was
+    read as one that made its cause: the raised cause's traceback was cut at its first line,
+    the cause missed. `make_error` is the function that raised it, caught and returned it."""
+    text = FROM_A_FUTURE.replace("fut.exception()", spelling)
+    if spelling == "make_error()":
+        text = text.replace(", in load", ", in make_error")
+    assert _links(parse_chain(text)) == [_VALIDATION, _LOADING]
+
+
+def test_a_line_named_as_a_class_under_a_printed_traceback_is_no_made_cause() -> None:
+    """`traceback.print_exc()` of `RuntimeError("worker failed\\nOSError: disk full")`, then
+    `raise KeyError("top") from make()`, `make` returning `Timeout("built")`: the printed
+    message's `OSError: disk full` was read as the cause never raised,
+    `OSError('disk full\\nTimeout: built')`, a class made up. The text cannot say where the
+    printed message ends: no cause is read. A helper that raised the RuntimeError and
+    returned it (`from make_error()`, its frame above) keeps it as the cause, whole; one
+    whose frame is not above (`from self.error()`) misses it, and reads no `error: ...` line
+    as a cause of class `error`."""
+    printed = """\
+Traceback (most recent call last):
+  File "/w/x1.py", line 5, in <module>
+    raise RuntimeError("worker failed\\nOSError: disk full")
+RuntimeError: worker failed
+OSError: disk full
+Timeout: built
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/w/x1.py", line 8, in <module>
+    raise KeyError("top") from make()
+KeyError: 'top'
+"""
+    top = ("KeyError", "'top'", None)
+    assert _links(parse_chain(printed)) == [top]
+    raised = printed.replace("Timeout: built\n", "").replace(
+        "in <module>\n    raise R", "in make_error\n    raise R"
+    )
+    raised = raised.replace("from make()", "from make_error()")
+    assert _links(parse_chain(raised)) == [
+        ("RuntimeError", "worker failed\nOSError: disk full", "cause"),
+        top,
+    ]
+    fetched = printed.replace("OSError: disk full\nTimeout: built", "error: disk full")
+    fetched = fetched.replace("from make()", "from self.error()")
+    assert _links(parse_chain(fetched)) == [top]
