@@ -195,7 +195,7 @@ def hung_descendant(stacks: NativeStacks) -> str | None:
     found = hung_process(stacks)
     by_pid = {p.pid: p for p in stacks.processes}
     parent = by_pid.get(found.ppid) if found is not None and found.ppid is not None else None
-    if found is None or parent is None or _runs_the_command(parent, found, by_pid):
+    if found is None or parent is None or _runs_the_command(parent, by_pid):
         return None
     return found.command.strip() or None
 
@@ -213,19 +213,19 @@ def hung_below(stacks: NativeStacks, pid: int) -> tuple[str, ProcessStacks] | No
     return _hung(replace(stacks, processes=tree)) if tree else None
 
 
-def _runs_the_command(
-    shell: ProcessStacks, child: ProcessStacks, by_pid: Mapping[int, ProcessStacks]
-) -> bool:
+def _runs_the_command(shell: ProcessStacks, by_pid: Mapping[int, ProcessStacks]) -> bool:
     """Whether `shell` is the runner's own `/bin/sh -c ./nap` over the attempt's command
-    (`child`, `./nap`): the listing's top, a `-c` whose text is its child's command line.
-    The spec's command is run so, and `./nap` is then the program itself, no process it ran."""
+    (its child, `./nap`): the listing's top (its parent not listed), a `-c`. The spec's command
+    is run so, and its direct child is then the program itself, no process it ran, whatever
+    the `-c` text says of it: `./nap 'x y'`, `FOO=1 ./nap` or `./nap > /dev/null` is run as
+    argv `./nap x y` or `./nap`, and comparing the two texts called the spec's own program
+    `a process it ran (nap x y)`."""
     words = shell.command.split(maxsplit=2)
     return (
         shell.ppid not in by_pid
         and len(words) == 3
         and words[0].rsplit("/", 1)[-1] in SHELLS
         and words[1] == "-c"
-        and words[2].strip() == child.command.strip()
     )
 
 

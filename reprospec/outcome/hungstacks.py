@@ -88,6 +88,11 @@ _HARNESS = re.compile(r"/reprospec_harness/")
 # A process's frames of waiting for another process: multiprocessing's join, a queue or
 # pipe a child writes to, a pool's result; subprocess's wait and communicate.
 _WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
+# Of those, the frames of waiting for a program it ran (subprocess's wait, communicate,
+# _try_wait, a read of its pipes): the only wait that can be for one with no Python stack.
+# A multiprocessing wait (a Lock, an Event, a Queue's get) is for a Python process or for
+# the program itself: a lock it holds twice beside an idle `./nap` was placed in the nap.
+_WAITS_FOR_A_PROGRAM = re.compile(r"/subprocess\.py$")
 # A process's frames of waiting for its peers: a torch.distributed collective (all_reduce,
 # barrier) returns when every rank has called it, so a rank in one waits for another.
 _WAITS_FOR_PEERS = re.compile(r"/torch/distributed/distributed_c10d\.py$")
@@ -142,6 +147,9 @@ class HungProcess:
     # the user's code (the stackdump sitecustomize's `Task` blocks): a coroutine waits
     # there, on no thread's stack.
     awaits: bool = False
+    # The main thread waits in subprocess (`_WAITS_FOR_A_PROGRAM`): for a program it ran,
+    # which may have no Python stack; a multiprocessing wait never is for one of those.
+    waits_for_a_program: bool = False
 
     def describe(self, frame: Callable[[str], str] = str) -> str:
         """`the DataLoader worker pid 4242 was fetching an item, in train.py:19 in
@@ -329,6 +337,7 @@ def hung_processes(
             joined, at_exit = tuple(t[0] for t in left), True
         waiting = _waiting(main, string)
         child = frame is not None and any(_WAITS_FOR_A_CHILD.search(f.path) for f in waiting)
+        program = child and any(_WAITS_FOR_A_PROGRAM.search(f.path) for f in waiting)
         polled = awaits = False
         if frame is not None and any(_is(f, j) for f in waiting for j in _JOINS):
             joined = tuple(t[0] for t in _other_threads(threads, main, string, rank))
@@ -368,6 +377,7 @@ def hung_processes(
                 at_exit=at_exit,
                 polled=polled,
                 awaits=awaits,
+                waits_for_a_program=program,
             )
         )
     return tuple(out)
@@ -415,12 +425,17 @@ def stuck_child(
     # A child that itself only waits for its own child is not where the hang sits, nor one
     # that waits in a collective for a peer that sits elsewhere (a launcher's ranks: the
     # first rank's all_reduce was named, where rank 1 slept); one with no Python stack
-    # (`subprocess.run(["sleep", "100"])`) is where no Python child is.
+    # (`subprocess.run(["sleep", "100"])`) is where no Python child is, only where the first
+    # process waits in subprocess: one in its own multiprocessing Lock, Event or Queue beside
+    # an idle `./nap` hangs in its own code (`where: main`), not in the nap.
     return (
         next((p for p in children if not p.waits_for_a_child and not p.waits_for_peers), None)
         or next((p for p in children if not p.waits_for_a_child), None)
         or next(iter(children), None)
-        or next((p for p in every if not p.python), None)
+        or next(
+            (p for p in every if not p.python and processes[0].waits_for_a_program),
+            None,
+        )
     )
 
 

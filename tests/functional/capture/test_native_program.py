@@ -431,3 +431,60 @@ def test_a_python_program_hanging_in_its_own_code_beside_an_idle_c_child_stays_i
     )
     title = captured_hang(cli, work, "own.py", "python3", "own.py")
     assert title == "own.py: hang in spin (own.py:5)", title
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize(
+    ("name", "waits", "line"),
+    [
+        ("lk", "lock = multiprocessing.Lock()\nwith lock:\n    with lock:\n        pass\n", 5),
+        ("mq", "q = multiprocessing.Queue()\nq.get()\n", 4),
+        ("ev", "done = multiprocessing.Event()\ndone.wait()\n", 4),
+    ],
+    ids=["lock", "queue-get", "event-wait"],
+)
+def test_a_python_program_hung_in_its_own_multiprocessing_wait_beside_a_c_child_stays_its_own(
+    cli: Cli, tmp_path: Path, name: str, waits: str, line: int
+) -> None:
+    # A multiprocessing Lock, Queue or Event is never waited on for a program with no Python
+    # stack: it was titled `lk.py: hang in a child process in clock_nanosleep@libc<-main@nap`
+    # and run as `hang (child pid N: ./nap) in ...`, its own line unnamed.
+    work = tmp_path / name
+    built(work, "nap", _NAP)
+    head = 'import multiprocessing, subprocess\nchild = subprocess.Popen(["./nap"])\n'
+    (work / f"{name}.py").write_text(head + waits)
+    title = captured_hang(cli, work, f"{name}.py", "python3", f"{name}.py")
+    assert title == f"{name}.py: hang in <module> ({name}.py:{line})", title
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out2"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (said,) = [s for s in run.stderr.splitlines() if "default #1:" in s]
+    assert "child" not in said, said
+    assert "nap" not in said, said
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize(
+    "command",
+    ["./nap 'x y'", "FOO=1 ./nap", "./nap > /dev/null"],
+    ids=["quoted", "env", "redirect"],
+)
+def test_the_spec_s_own_program_is_no_process_it_ran_whatever_its_shell_text(
+    cli: Cli, tmp_path: Path, command: str
+) -> None:
+    # The runner's `/bin/sh -c TEXT` runs the command's program as its direct child, whose
+    # argv (`./nap x y`) differs from TEXT: the run said `hang in a process it ran (nap x y)`
+    # where capture's title said `./nap: hang in ...`.
+    work = tmp_path / "nap"
+    built(work, "nap", _NAP)
+    (work / "spec.yaml").write_text(
+        f'reprospec: 1\nname: nap\ncommand: "{command}"\nrun: {{timeout: 2s}}\n'
+        "expect: {outcome: hang}\n"
+    )
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (said,) = [s for s in run.stderr.splitlines() if "default #1:" in s]
+    assert said.startswith("[1/1] default #1: hang in clock_nanosleep@libc<-main@nap ("), said
+    (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
+    assert "hung_process" not in attempt["outcome"], attempt["outcome"]

@@ -440,6 +440,12 @@ def test_the_hung_descendant_is_named_where_a_process_of_the_program_s_ran_it() 
     # no parent recorded, nor a parent's own place.
     own = replace(_shell("attach", *_WAIT4, command="/bin/sh -c ./nap"), pid=20, ppid=1)
     assert hung_descendant(NativeStacks(processes=(own, _PP_NAP))) is None
+    # Whatever the `-c` text says of it (`./nap 'x y'` runs argv `./nap x y`; `FOO=1 ./nap`,
+    # `./nap > /dev/null` run `./nap`): it was `a process it ran (nap x y)`.
+    for text in ("./nap 'x y'", "FOO=1 ./nap", "./nap > /dev/null"):
+        quoted = replace(own, command=f"/bin/sh -c {text}")
+        spaced = replace(_PP_NAP, command="./nap x y")
+        assert hung_descendant(NativeStacks(processes=(quoted, spaced))) is None, text
     assert hung_descendant(NativeStacks(processes=(replace(_NAP, ppid=None),))) is None
     lock = ("lll_lock_wait@libc.so.6", "pthread_mutex_lock@libc.so.6", "stuck@pp", "main@pp")
     deadlocked = replace(_launched("./pp", 20, lock), ppid=10)
