@@ -29,6 +29,7 @@ def install_stop_handlers(
     deferral: safepoint.Deferral | None = None,
     *,
     raised_writes: bool = True,
+    heard: Callable[[bool], bool] | None = None,
 ) -> None:
     """SIGTERM, Ctrl-C and SIGHUP stop the verb: partial results, exit 130. `cancel` is set
     first, in the handler, so an attempt that the same signal killed is known to have been
@@ -52,6 +53,11 @@ def install_stop_handlers(
     said of doctor and slurm's preflight, which only end uv's group): a verb that gives no
     `deferral` (doctor), or whose raised stop writes nothing (`raised_writes` False: slurm,
     whose deferral covers only its submission) unless the first stop was deferred.
+
+    `heard` is told of each stop the deferral holds (False: the first, True: a later one)
+    and returns whether it told the user itself: slurm's submission, whose deferred stop
+    may wait minutes for squeue (an sbatch that timed out), says how long, and a second
+    stop ends that wait (slurm/submit.py's LookupWait).
     """
     stopping = threading.Event()
     # The first stop was deferred (`deferral` begun): the engine is writing what finished.
@@ -64,6 +70,8 @@ def install_stop_handlers(
     def handler(signum: int, frame: FrameType | None) -> None:
         stopclock.heard(signum)
         if stopping.is_set() and not owed.is_set():
+            if heard is not None and deferred.is_set() and heard(True):
+                return
             writes = deferred.is_set() or (deferral is not None and raised_writes)
             said = "stopping: writing what finished first" if writes else "already stopping"
             print(f"reprospec: {said}", file=sys.stderr)
@@ -74,6 +82,8 @@ def install_stop_handlers(
             # The engine reads `cancel`; a stop owed from before it began is that one too.
             owed.clear()
             deferred.set()
+            if heard is not None:
+                heard(False)
             return
         if not safepoint.can_raise_in(frame):
             owed.set()

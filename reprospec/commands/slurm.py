@@ -158,6 +158,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.core.safepoint import Deferral
     from reprospec.slurm import (
+        LookupWait,
         ShardArgs,
         SlurmOptions,
         SubmissionUnconfirmed,
@@ -230,13 +231,14 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     cancel = threading.Event()
     # Begun from the submission on (below): a stop then waits until slurm.json records it.
     deferral = Deferral()
+    wait = LookupWait(_said_of_stop)
     if not args.dry_run or options.runner == "local":
         # Known here, not in N task logs: cells whose packages the shards' runner cannot
         # give them (a dry run builds no environment: it writes nothing).
         # SIGTERM and SIGHUP stop it as Ctrl-C does: the venv runner's uv builds in a
         # session of its own, which only that stop ends (venvs/build.py); they killed the
         # verb outright and left uv and its package builds running on the login node.
-        install_stop_handlers(cancel, deferral, raised_writes=False)
+        install_stop_handlers(cancel, deferral, raised_writes=False, heard=wait.heard)
         _preflight(spec, plans.firsts(), options, args.out)
     if args.dry_run:
         if envs is not None:
@@ -256,7 +258,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     save(run)
     with _recorded_first(cancel, deferral):
         try:
-            run = submit(run, say=_say)
+            run = submit(run, say=_say, wait=wait)
         except SubmissionUnconfirmed as exc:
             # An sbatch that timed out, its job not in squeue: slurmctld may queue it yet,
             # and its shards would run into a removed folder (their output lost, unseen).
@@ -285,6 +287,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
 def _say(line: str) -> None:
     """What `submit` tells of a job found in squeue after its sbatch timed out."""
     print(f"warning: {line}", file=sys.stderr)
+
+
+def _said_of_stop(line: str) -> None:
+    """What a stop while `submit` looks a job up in squeue is told (LookupWait)."""
+    print(f"reprospec: {line}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -451,6 +458,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.core.safepoint import Deferral
     from reprospec.slurm import (
+        LookupWait,
         forget_killed_attempts,
         load,
         run_status,
@@ -461,7 +469,8 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     # As the first submission's (_submit): a stop while it submits waits for slurm.json.
     cancel = threading.Event()
     deferral = Deferral()
-    install_stop_handlers(cancel, deferral, raised_writes=False)
+    wait = LookupWait(_said_of_stop)
+    install_stop_handlers(cancel, deferral, raised_writes=False, heard=wait.heard)
     run = load(ref, args.out)
     status = run_status(run)
     if status.active:
@@ -492,7 +501,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
             print(f"nothing to resume: the merge job {status.merge.job} is {status.merge.state}")
             return EXIT_OK
         with _recorded_first(cancel, deferral):
-            run = submit(run, merge_only=True, say=_say)
+            run = submit(run, merge_only=True, say=_say, wait=wait)
         sub = run.submissions[-1]
         print(f"every shard has its results: submitted merge job {sub.merge_job}")
         _print_follow(run, "", sub.merge_job)
@@ -514,7 +523,7 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
                 file=sys.stderr,
             )
     with _recorded_first(cancel, deferral):
-        run = submit(run, missing, time=args.time, say=_say)
+        run = submit(run, missing, time=args.time, say=_say, wait=wait)
     sub = run.submissions[-1]
     print(
         f"resubmitted {noun(len(missing), 'shard')} {', '.join(str(k) for k in missing)} of "

@@ -73,7 +73,13 @@ from reprospec.slurm.status import (
     shard_status,
     status_to_dict,
 )
-from reprospec.slurm.submit import SubmissionUnconfirmed, array_argv, merge_argv, submit
+from reprospec.slurm.submit import (
+    LookupWait,
+    SubmissionUnconfirmed,
+    array_argv,
+    merge_argv,
+    submit,
+)
 
 __all__ = [
     "ACTIVE_STATES",
@@ -84,6 +90,7 @@ __all__ = [
     "KILL_SIGNALS",
     "MERGE_SCRIPT",
     "PLAN_FILE",
+    "LookupWait",
     "MergeStatus",
     "QueueEntry",
     "RunStatus",

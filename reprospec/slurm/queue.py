@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from time import monotonic
 
 from reprospec.core.frozen import frozen
 
@@ -82,17 +83,20 @@ class ScriptJob:
     active: bool  # a task (or the job) still queued or running
 
 
-def jobs_of_scripts(scripts: Iterable[str], *, timeout_s: float = 30) -> list[ScriptJob] | None:
+def jobs_of_scripts(
+    scripts: Iterable[str], *, timeout_s: float = 30, stop: Callable[[], bool] | None = None
+) -> list[ScriptJob] | None:
     """The user's jobs (squeue --me: another's script is not the run's, whatever its path)
     whose batch script is one of `scripts`, in every state squeue still remembers (an ended
     job stays listed for MinJobAge); None where squeue did not answer within `timeout_s`.
     How a submission whose sbatch timed out is found (submit.py: its submit time and
     tasks tell it from an older job of the same script), and how a resume learns of one
-    found too late. One squeue call for all the scripts."""
+    found too late. One squeue call for all the scripts; `stop` saying so ends it (None)."""
     wanted = set(scripts)
     said = _asked(
         ["squeue", "--me", "--noheader", "--array", "--states=all", "--format=%F|%K|%V|%T|%o"],
         timeout_s=timeout_s,
+        stop=stop,
     )
     if said is None:
         return None
@@ -172,25 +176,40 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
     return out
 
 
-def _asked(argv: list[str], *, timeout_s: float = 30) -> str | None:
+def _asked(
+    argv: list[str], *, timeout_s: float = 30, stop: Callable[[], bool] | None = None
+) -> str | None:
     """What a Slurm client (squeue, sacct) printed; None where it is not installed, did not
-    answer within `timeout_s`, or refused (sacct where the cluster keeps no accounting). A
-    reason or a job's field may be in any bytes (a site's plugin, a locale): replaced.
-    Times in Slurm's standard format (YYYY-MM-DDTHH:MM:SS), whatever the user's
-    SLURM_TIME_FORMAT."""
+    answer within `timeout_s` (or before `stop` said so), or refused (sacct where the
+    cluster keeps no accounting). A reason or a job's field may be in any bytes (a site's
+    plugin, a locale): replaced. Times in Slurm's standard format (YYYY-MM-DDTHH:MM:SS),
+    whatever the user's SLURM_TIME_FORMAT."""
     if shutil.which(argv[0]) is None:
         return None
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
+    deadline = monotonic() + max(timeout_s, 1)
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             argv,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
-            timeout=max(timeout_s, 1),
-            check=False,
             env=env,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
-    return proc.stdout if proc.returncode == 0 else None
+    with proc:
+        while True:
+            try:
+                # A short wait at a time where a stop may end it; else the whole timeout.
+                step = deadline - monotonic()
+                out, _ = proc.communicate(timeout=min(step, 0.2) if stop else step)
+                break
+            except subprocess.TimeoutExpired:
+                if monotonic() >= deadline or (stop is not None and stop()):
+                    proc.kill()
+                    proc.communicate()
+                    return None
+    return out if proc.returncode == 0 else None

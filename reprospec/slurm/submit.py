@@ -26,6 +26,79 @@ _UNANSWERED = ("timed out", "Zero Bytes were transmitted or received")
 _LOOKUP_S = 90.0
 
 
+# A stop in the first moment of an sbatch is not told of a wait: sbatch answers at once.
+_TELL_AFTER_S = 2.0
+
+
+class LookupWait:
+    """A stop (Ctrl-C, SIGTERM, SIGHUP) while an sbatch that timed out is waited for and
+    looked up in squeue. The stop waits until slurm.json records the job (commands/slurm.py's
+    deferral): silently that was up to 120 s for sbatch and 90 s for squeue, then exit 3.
+    The first stop is told how long it waits and why; a second ends the lookup, the job
+    unconfirmed (SubmissionUnconfirmed: the run folder is kept). `heard` is the stop
+    handler's (commands/interrupt.py), `tell` prints a line of its own."""
+
+    __slots__ = ("_lookup_until", "_pending", "_sbatch_until", "_tell", "given_up")
+
+    def __init__(self, tell: Callable[[str], None]) -> None:
+        self._tell = tell
+        self._sbatch_until: float | None = None  # sbatch running: when we end it
+        self._lookup_until: float | None = None  # squeue asked: when we give up
+        self._pending = False  # a first stop not told yet (it came as sbatch began)
+        # A plain flag, set in the signal handler: an Event's lock, taken there as the
+        # main thread held it, would deadlock.
+        self.given_up = False
+
+    def heard(self, again: bool) -> bool:
+        """A stop, the first or `again`: True where this told the user of it."""
+        if self._lookup_until is None and self._sbatch_until is None:
+            return False
+        if again:
+            self.given_up = True
+            if self._lookup_until is None:
+                left = (self._sbatch_until or 0.0) - monotonic()
+                self._tell(
+                    f"stopping once sbatch answers (up to {left:.0f} s): squeue will not be "
+                    "asked whether it queued the job"
+                )
+            else:
+                self._tell("stopping: squeue is no longer asked whether sbatch queued the job")
+            return True
+        if self._lookup_until is None and monotonic() < self._started_sbatch() + _TELL_AFTER_S:
+            self._pending = True  # told at the lookup, if sbatch times out
+            return True
+        self._tell_wait()
+        return True
+
+    def _started_sbatch(self) -> float:
+        return (self._sbatch_until or 0.0) - _SBATCH_TIMEOUT_S
+
+    def _tell_wait(self) -> None:
+        self._pending = False
+        now = monotonic()
+        if self._lookup_until is not None:
+            left = self._lookup_until - now
+            what = f"squeue says whether sbatch queued the job (up to {left:.0f} s)"
+        else:
+            left = (self._sbatch_until or now) - now + _LOOKUP_S
+            what = f"sbatch answers, or squeue says whether it queued the job (up to {left:.0f} s)"
+        self._tell(
+            f"stopping once {what}, so that slurm.json records it: press Ctrl-C again to "
+            "stop waiting (the run folder is kept)"
+        )
+
+    def sbatch(self, running: bool) -> None:
+        """An sbatch begins (or has ended): a stop from 2 s into it on is told its wait."""
+        self._sbatch_until = monotonic() + _SBATCH_TIMEOUT_S if running else None
+
+    def lookup(self, until: float | None) -> None:
+        """squeue is asked until `until` (None: no more); a stop that came in sbatch's
+        first moment, untold then (sbatch would have answered at once), is told now."""
+        self._lookup_until = until
+        if until is not None and self._pending and not self.given_up:
+            self._tell_wait()
+
+
 class SbatchUnanswered(InfraError):
     """sbatch timed out (its own MessageTimeout, or ours): its job may be queued anyway."""
 
@@ -90,6 +163,7 @@ def _sbatch_or_found(
     tasks: frozenset[int],
     known: set[str],
     say: Callable[[str], None],
+    wait: LookupWait | None = None,
 ) -> str:
     """`_sbatch`, and where it timed out, the job slurmctld queued all the same: that job
     is the submission, recorded as sbatch's answer would have been, so that neither it
@@ -104,19 +178,34 @@ def _sbatch_or_found(
     # Whole seconds (squeue's %V has no more), taken down: a job submitted in the second
     # the sbatch began is not missed.
     since = datetime.now().replace(microsecond=0)
+    wait = wait or LookupWait(lambda _: None)
     try:
+        wait.sbatch(True)
         return _sbatch(argv)
     except SbatchUnanswered as exc:
         script = argv[-1]
         deadline = monotonic() + _LOOKUP_S
-        # Each squeue bounded by the time left: a silent one no longer outlasts the lookup.
-        while (found := jobs_of_scripts([script], timeout_s=deadline - monotonic())) is None:
-            if monotonic() >= deadline:
+        wait.lookup(deadline)
+        # Each squeue bounded by the time left (and ended by a second stop): a silent one
+        # no longer outlasts the lookup.
+        found: list[ScriptJob] | None = None
+        while found is None and not wait.given_up:
+            found = jobs_of_scripts(
+                [script], timeout_s=deadline - monotonic(), stop=lambda: wait.given_up
+            )
+            if found is None and monotonic() >= deadline:
                 raise SubmissionUnconfirmed(
                     f"{exc}; squeue did not answer either (for {_LOOKUP_S:g} s): the job of "
                     f"{script} may be queued all the same"
                 ) from None
-            sleep(min(2, max(deadline - monotonic(), 0)))
+            pause = monotonic() + 2
+            while found is None and not wait.given_up and monotonic() < min(pause, deadline):
+                sleep(0.1)
+        if found is None:  # (a second stop)
+            raise SubmissionUnconfirmed(
+                f"{exc}; its lookup in squeue was stopped: the job of {script} may be queued "
+                "all the same"
+            ) from None
         new = [job for job in found if _is_this_submission(job, since, tasks, known)]
         if not new:
             raise SubmissionUnconfirmed(
@@ -126,6 +215,9 @@ def _sbatch_or_found(
         job = new[-1].job
         say(f"{exc}; slurmctld queued it all the same: job {job} ({script})")
         return job
+    finally:
+        wait.sbatch(False)
+        wait.lookup(None)
 
 
 def _is_this_submission(
@@ -155,22 +247,23 @@ def submit(
     time: str | None = None,
     merge_only: bool = False,
     say: Callable[[str], None] = lambda _: None,
+    wait: LookupWait | None = None,
 ) -> SlurmRun:
     """Submit the array (all or `shards`) and the merge after it; slurm.json records both.
 
     An sbatch that timed out is looked up in squeue: a job slurmctld queued all the same
     is recorded (`say` tells of it); one not found raises SubmissionUnconfirmed, where the
-    caller must keep the run folder."""
+    caller must keep the run folder. `wait`: what the stop handler tells of a stop then."""
     array_job = ""
     a_argv: list[str] = []
     chosen = tuple(shards) if shards is not None else tuple(range(1, run.shards + 1))
     known = {job for sub in run.submissions for job in (sub.array_job, sub.merge_job) if job}
     if not merge_only:
         a_argv = array_argv(run, chosen, time=time)
-        array_job = _sbatch_or_found(a_argv, frozenset(chosen), known, say)
+        array_job = _sbatch_or_found(a_argv, frozenset(chosen), known, say, wait)
     m_argv = merge_argv(run, array_job or None)
     try:
-        merge_job = _sbatch_or_found(m_argv, frozenset(), known, say)
+        merge_job = _sbatch_or_found(m_argv, frozenset(), known, say, wait)
     except InfraError:
         # An array without its merge would leave shards nobody merges: take it back.
         if array_job:

@@ -5,10 +5,14 @@ cancel or a closed terminal would at that moment."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +135,68 @@ def test_a_stop_while_resume_resubmits_waits_for_the_jobs_to_be_recorded(
         130,
         ["reprospec: interrupted"],
     ), resumed.stderr
+
+
+def test_a_ctrl_c_while_a_timed_out_sbatch_is_looked_up_says_so_and_a_second_ends_the_wait(
+    tmp_path: Path,
+) -> None:
+    # sbatch timed out and squeue did not answer: a Ctrl-C waited silently for the rest of
+    # the lookup (90 s, squeue's calls 30 s each beyond it) and a second was only "stopping:
+    # writing what finished first". The first is told what it waits for and how long; the
+    # second ends the wait, the job unconfirmed and the run folder kept (exit 3).
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(
+        tools,
+        "sbatch",
+        'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
+        'operation" >&2; exit 1',
+    )
+    # A squeue that never answers (exec: its end is sleep's, no orphan holding the pipe).
+    fake_tool(tools, "squeue", 'touch "$(dirname "$0")/asked"; exec sleep 600')
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    argv = [sys.executable, "-m", "reprospec", "slurm", str(spec), "--shards", "1"]
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        [*argv, "--out", str(shared)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tools / "asked").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tools / "asked").exists(), "squeue was never asked"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        # Its group: the never-answering squeue with it, where the wait was not ended.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert time.monotonic() - started < 10, stderr
+    (run,) = (shared / "slurm").iterdir()
+    lines = stderr.splitlines()
+    assert re.fullmatch(
+        r"reprospec: stopping once squeue says whether sbatch queued the job \(up to \d+ s\), "
+        r"so that slurm\.json records it: press Ctrl-C again to stop waiting \(the run folder "
+        r"is kept\)",
+        lines[0],
+    ), stderr
+    assert lines[1:] == [
+        "reprospec: stopping: squeue is no longer asked whether sbatch queued the job",
+        "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
+        "out on send/recv operation; its lookup in squeue was stopped: the job of "
+        f"{run / 'array.sbatch'} may be queued all the same; the run folder is kept: {run}",
+    ], stderr
+    assert proc.returncode == 3, stderr
