@@ -47,7 +47,7 @@ from reprospec.store.runfolder import RunFolder
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from reprospec.native.stacks import ProcessStacks
+    from reprospec.native.stacks import NativeStacks
     from reprospec.outcome.gpufindings import GpuFindings  # where a diagnostic left one
 
 
@@ -405,17 +405,21 @@ def _preload_environ(names: tuple[str, ...]) -> tuple[str, ...]:
     )
 
 
-def _in_child(outcome: Outcome, found: tuple[str, ProcessStacks] | None) -> Outcome:
-    """`outcome` placed in the native place `found` under its child: named by that child's
-    command line where it is the child (`(child pid N: ./nap)`, as a crash in a child is
-    said), else a process the child ran (`hung_process`)."""
+def _in_child(outcome: Outcome, stacks: NativeStacks, pid: int) -> Outcome:
+    """`outcome` placed in the native place of the tree under its child `pid`: named by
+    that child's command line (`(child pid N: ./pp)`, as a crash in a child is said) where
+    the place is the child's or a process it ran, the latter named too (`hung_process`:
+    `(child pid N: ./pp) in a process it ran (nap), in ...`; it read `(child pid N) in a
+    process it ran (nap)`, the child's own command lost)."""
+    found = native.hung_below(stacks, pid)
     if found is None:
         return outcome
     place, process = found
-    command = process.command.strip() or None
-    if process.pid == outcome.pid:
-        return replace(outcome, hung_native=place, cmdline=outcome.cmdline or command)
-    return replace(outcome, hung_native=place, hung_process=command)
+    child = next((p.command.strip() for p in stacks.processes if p.pid == pid), "")
+    placed = replace(outcome, hung_native=place, cmdline=outcome.cmdline or child or None)
+    if process.pid == pid:
+        return placed
+    return replace(placed, hung_process=process.command.strip() or None)
 
 
 def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outcome | NotRun:
@@ -458,7 +462,7 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
     ):
         # A Python program only waiting for its child (`subprocess.run(["./nap"])`): the
         # child's native place, as a C launcher's (it read `hang (child pid N)`, no place).
-        outcome = _in_child(outcome, native.hung_below(evidence.native, outcome.pid))
+        outcome = _in_child(outcome, evidence.native, outcome.pid)
     if outcome.kind != "pass" and evidence.gpu is not None:
         outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:

@@ -189,8 +189,10 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
             else None
         ),
         members=_members(d),
-        hung_native=text_or_none(d.get("hung_native")),
-        hung_process=text_or_none(d.get("hung_process")),
+        # A blank one (hand-edited, or another writer's) names nothing: it read back as
+        # `in a process it ran ()`.
+        hung_native=(text_or_none(d.get("hung_native")) or "").strip() or None,
+        hung_process=(text_or_none(d.get("hung_process")) or "").strip() or None,
     )
 
 

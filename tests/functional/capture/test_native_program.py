@@ -488,3 +488,28 @@ def test_the_spec_s_own_program_is_no_process_it_ran_whatever_its_shell_text(
     assert said.startswith("[1/1] default #1: hang in clock_nanosleep@libc<-main@nap ("), said
     (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
     assert "hung_process" not in attempt["outcome"], attempt["outcome"]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_python_program_s_c_child_s_own_child_names_both(cli: Cli, tmp_path: Path) -> None:
+    # Python runs ./pp, which reads the pipe of the ./nap it runs: the run said `hang (child
+    # pid N) in a process it ran (nap)`, the child's own command lost.
+    work = tmp_path / "two"
+    built(work, "nap", _NAP)
+    built(work, "pp", _PIPED, "-DPOLL=0")
+    (work / "run.py").write_text(
+        'import subprocess\nsubprocess.run(["./pp"], capture_output=True)\n'
+    )
+    (work / "spec.yaml").write_text(
+        "reprospec: 1\nname: two\ncommand: python3 run.py\nrun: {timeout: 2s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (said,) = [s for s in run.stderr.splitlines() if "default #1:" in s]
+    assert said.startswith("[1/1] default #1: hang (child pid "), said
+    assert ": ./pp) in a process it ran (nap), in clock_nanosleep@libc<-main@nap (" in said, said
+    (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
+    assert attempt["outcome"]["cmdline"] == "./pp", attempt["outcome"]
+    assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]

@@ -192,6 +192,12 @@ def test_a_native_hang_place_is_kept_and_old_files_load_without_it() -> None:
     assert run_from_dict(data).cells[0].attempts[0].outcome == child
     said = "hang in a process it ran (nap), in clock_nanosleep@libc<-main@nap"
     assert outcome_phrase(child).startswith(said), outcome_phrase(child)
+    # A blank one names nothing: `"hung_process": "  "` read back as `in a process it ran ()`.
+    data["cells"][0]["attempts"][0]["outcome"]["hung_process"] = "  "
+    blank = run_from_dict(data).cells[0].attempts[0].outcome
+    assert blank == placed, blank
+    assert isinstance(blank, Outcome)
+    assert "a process it ran" not in outcome_phrase(blank), outcome_phrase(blank)
 
 
 def test_a_group_ending_a_chain_has_its_members_stored_once() -> None:
