@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from reprospec.report.paths import PathNames, shared
 
 LABELS = {
@@ -71,3 +73,34 @@ def test_a_relative_spelling_of_a_labelled_folder_is_named_by_its_label() -> Non
     # The project's own relative paths, and `..`s that name no folder, are the user's.
     kept = "../data/x.csv ../../x ../../work/main/.venv .venv/lib ../../../work/main/.venvx"
     assert PathNames(labels).shorten(kept) == kept
+
+
+def test_more_ups_name_a_labelled_folder_only_where_it_shares_no_folder_with_the_project() -> None:
+    # /tmp/x/proj and /tmp/x/.venv share /tmp/x: `../../.venv` is /tmp/.venv, no venv of the
+    # run, and was named `<venv>` as `../.venv` is.
+    labels = {"/tmp/x/.venv": "<venv>", "/tmp/x/proj": "", "/root": "<home>"}
+    text = "../.venv/lib/a.py ../../.venv/lib/a.py ../../../.venv/x see\\n../../.venv/y"
+    kept = "<venv>/lib/a.py ../../.venv/lib/a.py ../../../.venv/x see\\n../../.venv/y"
+    assert PathNames(labels).shorten(text) == kept
+    assert PathNames.for_bundle(labels).shorten(text) == kept
+    # Under /, more `..`s stop at / and still reach it (a workdir below the project).
+    labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": ""}
+    text = "../../../work/main/.venv/a ../../../../../work/main/.venv/b"
+    assert PathNames(labels).shorten(text) == "<venv>/a <venv>/b"
+
+
+def test_a_text_with_no_relative_path_costs_what_it_did_before_they_were_named() -> None:
+    # 2 MB of pytest's progress dots (and of `/`): with relative spellings looked for at
+    # every `.`, masking them took about three times as long as with none to look for.
+    labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": "", "/root": "<home>"}
+    relative, absolute_only = PathNames(labels), PathNames(labels, bases=[])
+    for line in ("." * 79, "/" * 79):
+        text = (line + "\n") * 25_000
+
+        best = {id(relative): float("inf"), id(absolute_only): float("inf")}
+        for _ in range(7):  # in turn: a neighbour's load falls on both alike
+            for names in (relative, absolute_only):
+                began = time.perf_counter()
+                names.shorten(text)
+                best[id(names)] = min(best[id(names)], time.perf_counter() - began)
+        assert best[id(relative)] < 1.6 * best[id(absolute_only)], line[0]
