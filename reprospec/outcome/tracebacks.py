@@ -305,8 +305,7 @@ def recorded_chain(record: str) -> tuple[PythonException, ...]:
     joined by the chain's link lines. On stderr such a line may be any output, but the
     record is the exception's: it was read as `error exit 1`, no exception, its message
     `ValueError: bad`."""
-    lines = _lines(record) if record else []
-    chain = _uncaught(record, lines, _chains(lines, record=True)) if record else ()
+    chain = parse_chain(record)
     if chain or TRACEBACK_HEADER in record:
         return chain
     blocks: list[list[str]] = [[]]
@@ -558,7 +557,7 @@ def _lines(text: str) -> list[str]:
     return unboxed(lines) if any(corner in text for corner in RICH_BOX_CORNERS) else lines
 
 
-def _chains(lines: list[str], *, record: bool = False) -> list[_Chain]:
+def _chains(lines: list[str]) -> list[_Chain]:
     """Every chain of tracebacks in `lines`, in the order printed. An exception of a chain
     that was never raised (`raise ExceptionGroup(...) from ValueError("root")`: the cause
     was only made) prints no traceback, only its own lines above the link (`_unraised`):
@@ -574,18 +573,14 @@ def _chains(lines: list[str], *, record: bool = False) -> list[_Chain]:
         unraised: list[PythonException] = []
         first = index
         if link is not None:
-            # After a logged traceback (`_logged_end`), or one printed and gone on from
-            # (`_printed_end`), read from its exception's own lines on: what follows them
-            # is no part of its chain.
+            # After a logged traceback (`_logged_end`), read from its exception's own
+            # lines on: what follows them is no part of its chain.
             logged = _logged_end(lines, chains[-1]) if chains else None
-            printed = logged is None and bool(chains) and not record
-            if printed:
-                logged = _printed_end(lines, chains[-1], index)
             floor = chains[-1].last if chains else -1
             unraised, first, link = (
                 _unraised(lines, index, floor)
                 if logged is None
-                else _unraised(lines, index, logged, logged=True, printed=printed)
+                else _unraised(lines, index, logged, logged=True)
             )
             if logged is not None and link is not None and not _right_after(lines, logged, first):
                 link = None  # other lines stand between: the chain's cause was missed
@@ -605,7 +600,7 @@ def _chains(lines: list[str], *, record: bool = False) -> list[_Chain]:
 
 
 def _unraised(
-    lines: list[str], header: int, floor: int, *, logged: bool = False, printed: bool = False
+    lines: list[str], header: int, floor: int, *, logged: bool = False
 ) -> tuple[list[PythonException], int, str | None]:
     """The exceptions of a chain printed with no traceback (never raised) just above the
     traceback at `header`, which a link line follows: CPython prints each as its exception
@@ -620,9 +615,7 @@ def _unraised(
     found: list[PythonException] = []
     first = header
     at = _link_index(lines, header)
-    while at is not None and (
-        read := _unraised_above(lines, at, floor, logged=logged, printed=printed)
-    ):
+    while at is not None and (read := _unraised_above(lines, at, floor, logged=logged)):
         exception, first = read
         found.insert(0, replace(exception, link=_link_of(lines[at])))
         at = _link_index(lines, first)
@@ -649,72 +642,9 @@ def _logged_end(lines: list[str], chain: _Chain) -> int | None:
     `[KeyError("'x'\nValueError: root"), RuntimeError]`, the ValueError lost. (A chain
     printed right under an error's record, `log.error(...)` then `raise X from e`, whose
     raised cause's message runs over a line at the margin, `ValueError("bad\nmore")`, reads
-    the same as a logged ValueError then output: its cause is missed; where that line is
-    named as a class, `ValueError("bad\nOSError: disk full")`, it is read as a cause never
-    raised, `OSError('disk full')`, one made up. Only stderr is read so: a program's own
-    record holds its chain alone.)"""
+    the same as a logged ValueError then output: its cause is missed, not made up.)"""
     if chain.start < 1 or not _LOG_RECORD.search(lines[chain.start - 1]):
         return None
-    return _own_end(lines, chain)
-
-
-def _printed_end(lines: list[str], chain: _Chain, header: int) -> int | None:
-    """The last line of the own lines of `chain`'s last exception (`_own_end`) where that
-    traceback was printed and gone on from (`traceback.print_exc()`): where the raise of
-    the traceback at `header` makes its cause by a call (`from make()`, `from
-    Timeout("built")`, as its source line shows: `_made_in_the_raise`) and lines at the
-    margin stand between those own lines and the link; None otherwise.
-
-    Such a cause is made, most likely never raised, and CPython prints it right under the
-    printed traceback with nothing between: read as the traceback's message, `Timeout:
-    built` was glued onto a printed `KeyError('x')` as its cause (`KeyError("'x'\nTimeout:
-    built")`). A raised cause's traceback reads the same, so the text alone cannot tell a
-    call that returns an exception raised before (`from self.error()`, whose message runs
-    over lines) from one that makes it; read as printed, that chain's cause is missed: under
-    the cut, no line but one of the class the raise names is read as a cause
-    (`_unraised_above`), so none is made up. A bare name (`from err`) names a cause caught,
-    so raised: none is read so; nor a call that fetches a raised one (`from
-    sys.exc_info()[1]`, `from fut.exception()`, `from e.with_traceback(tb)`:
-    `_RAISED_CALLS`), nor one whose function the traceback
-    above has a frame in (`from make_error()` under a traceback `..., in make_error`: the
-    helper raised it, caught it and returned it). Only stderr is read so: a program's own
-    record (`recorded_chain`) holds its chain alone, every block above a link of it."""
-    at = _link_index(lines, header)
-    if at is None or _link_of(lines[at]) != "cause":
-        return None  # (a made cause is the raise's `from`: a direct cause, never a context)
-    called = _made_in_the_raise(lines, at)
-    if called is None or called in _RAISED_CALLS:
-        return None
-    end = _own_end(lines, chain)
-    if end is None or end >= at or _right_after(lines, end, header):
-        return None
-    return None if _has_frame_in(lines, chain, called) else end
-
-
-# The calls a raise's `from` fetches an exception raised before by (`from
-# sys.exc_info()[1]`, `from sys.exception()`, `from fut.exception()`, `from
-# e.with_traceback(tb)`): its traceback stands above the link, so a cause so spelled is
-# no made one (`_printed_end`).
-_RAISED_CALLS = frozenset({"exc_info", "exception", "with_traceback"})
-
-
-def _has_frame_in(lines: list[str], chain: _Chain, function: str) -> bool:
-    """Whether the last traceback of `chain` has a frame in `function` (`File "...", line
-    3, in make_error`): the exception was raised in the function the raise below calls for
-    its cause, so that call returned it (raised, caught, returned) and made none."""
-    for line in lines[chain.last + 1 :]:
-        if line[:1].strip():
-            return False  # its exception's line: the frames end above it
-        frame = STACK_FRAME.match(line)
-        if frame is not None and frame["function"] == function:
-            return True
-    return False
-
-
-def _own_end(lines: list[str], chain: _Chain) -> int | None:
-    """The last line of the own lines of `chain`'s last exception: its first message line
-    and the indented ones under it, as `went_on` keeps them; None for a group's (its lines
-    end at its closing rule, which `_unraised_above` bounds already)."""
     if "Exception Group" in lines[chain.last]:
         return None
     index = chain.last + 1
@@ -758,7 +688,7 @@ def named_as_a_class(type_name: str) -> bool:
 
 
 def _unraised_above(
-    lines: list[str], link: int, floor: int, *, logged: bool = False, printed: bool = False
+    lines: list[str], link: int, floor: int, *, logged: bool = False
 ) -> tuple[PythonException, int] | None:
     """The exception never raised that CPython printed just above the link line at
     `link`, and the line it begins at; None where the lines there are no such exception's,
@@ -792,10 +722,6 @@ def _unraised_above(
       one line there, of any type (`Timeout: took too long`), where nothing else is
       (`loading` then `Timeout: took too long` is no exception `loading`), but for a line
       right under a logged exception's own, which may be more of its message.
-    Under a traceback printed and gone on from (`printed`: `_printed_end`), every line down
-    to the link may be more of its message (`RuntimeError("worker failed\nOSError: disk
-    full")` printed, then `from make()`'s `Timeout: built`), so none but the class the
-    raise names is read: a cause missed, never one made up.
     """
     end = link - 1
     while end > floor and not lines[end].strip():
@@ -803,12 +729,8 @@ def _unraised_above(
     if end <= floor:
         return None
     made = _made_in_the_raise(lines, link)
-    if printed and made is not None and not made[:1].isupper():
-        made = None  # a function's (`from self.error()`): a line `error: ...` is no cause
     if made is not None and (read := _made_above(lines, floor, end, made)) is not None:
         return read
-    if printed:
-        return None  # what the printed exception's message is, the text cannot say
     top = end
     while top - 1 > floor and not _bounds_unraised(lines[top - 1]):
         top -= 1
@@ -861,35 +783,25 @@ def _made_in_the_raise(lines: list[str], link: int) -> str | None:
     `link` makes its cause in place (`from Timeout(...)` on the source lines under its last
     frame); None where there is no such traceback or its raise names no class so (`from
     err`: made elsewhere). CPython prints that cause as `Timeout: ...` (`errors.Timeout`
-    from another module): the class is the one the raise named, not a guess. A group's
-    traceback is read as well, its `| ` bar taken off."""
+    from another module): the class is the one the raise named, not a guess."""
     index = link + 1
     while index < len(lines) and not lines[index].strip():
         index += 1
-    if index >= len(lines) or not _TB_HEADER.match(lines[index]):
+    if (
+        index >= len(lines)
+        or not _TB_HEADER.match(lines[index])
+        or "Exception Group" in lines[index]
+    ):
         return None
-    # A group's traceback stands behind its `| ` bar (`  |     raise ExceptionGroup(...)
-    # from Timeout("a")`): read from under the bar, its first rule (`+-+---`) ending it.
-    bar = (
-        len(lines[index]) - len(lines[index].lstrip()) if "Exception Group" in lines[index] else -1
-    )
-    below: list[str] = []
-    for position in range(index + 1, len(lines)):
-        line = lines[position]
-        if bar >= 0 and (line[bar : bar + 1] != "|" or line[:bar].strip()):
-            break
-        below.append(line if bar < 0 else line[bar + 2 :])
-        if below[-1][:1].strip():
-            break  # its exception's line: the frames end above it
     last_frame = None
-    at = 0
-    while at < len(below) and (below[at][:1].isspace() or not below[at]):
-        if STACK_FRAME.match(below[at]):
-            last_frame = at
-        at += 1
+    index += 1
+    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
+        if STACK_FRAME.match(lines[index]):
+            last_frame = index
+        index += 1
     if last_frame is None:
         return None
-    source = " ".join(below[last_frame + 1 : at])
+    source = " ".join(lines[last_frame + 1 : index])
     made = _FROM_MADE.search(source)
     return made["name"] if made is not None else None
 
