@@ -258,9 +258,10 @@ def _minimize(
     if not all_passing and not workload:
         # Before anything runs, not only with the answer: a user's search that was stopped
         # (its own time limit, a Ctrl-C) wrote a result that had slid to another bug, and
-        # never said why. Now they can stop at once and add a passing cell.
+        # never said why. Now they can stop at once and add a passing cell. Conditional: a
+        # search that ends refused (the original did not fail so) holds no result to it.
         held = (
-            "will be held only to failing as the cell's expect says, with the original's signature"
+            "would be held only to failing as the cell's expect says, with the original's signature"
         )
         stop = "(said before the search: Ctrl-C stops it now)"
         say(f"reprospec: warning: {no_passing_words(held)} {stop}")
@@ -435,8 +436,9 @@ def _minimize(
             timeout_s=attempt.timeout_s,
             hang=expectation.outcome == "hang",
             say=say,
-            budget=options.budget,
+            budget=settings.budget,
             pace_note=preload_note(attempt, original, run_options, told=hint is not None),
+            pace_key=original.key,
         )
         floors = {f.path: f.floor for f in fields}
         steps = {f.path: f.step for f in fields}

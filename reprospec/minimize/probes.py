@@ -24,6 +24,7 @@ from reprospec.core.inputs import Cell
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.units import format_duration
+from reprospec.core.words import plural
 from reprospec.errors import FatalError
 from reprospec.isolation.candidates import AttemptKind, failed_otherwise, otherwise
 from reprospec.isolation.state import StateFile, StoredProbe
@@ -249,6 +250,7 @@ class ProbeRunner:
         say: Callable[[str], None] | None = None,
         budget: int = 0,
         pace_note: str = "",
+        pace_key: str = "",
     ) -> None:
         self.env = env  # the spec has environment.env: every candidate sets its own
         self.same_signature = same_signature
@@ -291,10 +293,13 @@ class ProbeRunner:
         self.longest: dict[str, float] = {}
         self.say = say
         self.capped_at: float | None = None
-        # The pace line (`_say_pace`): the whole budget, and what it ends with (preloadhint).
+        # The pace line (`_say_pace`): the search's budget, what it ends with (preloadhint),
+        # and the original's key, whose first probe's pace it says. Not on a resume: its
+        # first probe to run is a candidate's, of 1 attempt, and most of the budget is spent.
         self.budget = budget
         self.pace_note = pace_note
-        self.paced = False
+        self.pace_key = pace_key
+        self.paced = state.stored > 0
 
     def candidate_timeout(self, side: str) -> float | None:
         """The timeout a probe's attempts run at: `CANDIDATE_FACTOR` times the longest
@@ -325,7 +330,8 @@ class ProbeRunner:
             return replace(stored, interrupted=False)
         began = time.monotonic()
         stored = self._run(program, probe, key)
-        self._say_pace(stored, time.monotonic() - began)
+        if probe.role == "failing" and program.key == self.pace_key:
+            self._say_pace(stored, time.monotonic() - began)
         if not stored.interrupted:
             self.state.add(stored)
         elif stored.run_id:
@@ -335,21 +341,27 @@ class ProbeRunner:
         return stored
 
     def _say_pace(self, stored: StoredProbe, wall_s: float) -> None:
-        """After the first probe that ran (the original's first attempts), its seconds an
-        attempt, the wall clock's at -j (a run's own setup, each interpreter's imports), and
-        what the budget would take at that pace, so a user can choose a smaller --budget,
-        a larger -j or --preload before waiting; said once, where that is a minute or more."""
+        """After the original's first probe (`-j` of its attempts at a time), the wall clock
+        it took, its seconds an attempt at -j (a run's own setup, each interpreter's
+        imports), and what the budget left would take at that pace, so a user can choose a
+        smaller --budget, a larger -j or --preload before waiting; said once, where that is
+        a minute or more. Its k attempts ran in ceil(k/j) rounds of j at once: the budget
+        left runs in ceil(left/j) rounds of the same wall clock each."""
         if self.paced or self.say is None or stored.interrupted or not stored.kinds:
             return
         self.paced = True
-        each = wall_s / len(stored.kinds)
-        if each * self.budget < PACE_SAID_FROM_S:
+        ran = len(stored.kinds)
+        parallel = max(1, self.parallel)
+        round_s = wall_s / -(-ran // parallel)
+        left = self.budget - ran
+        total = round_s * -(-left // parallel)
+        if left <= 0 or total < PACE_SAID_FROM_S:
             return
-        minutes, seconds = divmod(round(each * self.budget), 60)
+        minutes, seconds = divmod(round(total), 60)
         self.say(
-            f"{len(stored.kinds)} attempts took {wall_s:.1f}s, {each:.1f}s an attempt at "
-            f"-j {self.parallel}: the budget of {self.budget} attempts would take about "
-            f"{minutes}m {seconds:02d}s at that pace{self.pace_note}"
+            f"{plural(ran, 'attempt')} took {wall_s:.1f}s, {round_s / parallel:.1f}s an "
+            f"attempt at -j {self.parallel}: the {plural(left, 'attempt')} left of the budget "
+            f"would take about {minutes}m {seconds:02d}s at that pace{self.pace_note}"
         )
 
     def _run(self, program: Program, probe: Probe, key: str) -> StoredProbe:

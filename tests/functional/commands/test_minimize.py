@@ -956,7 +956,7 @@ def test_a_stopped_search_of_a_spec_without_a_passing_cell_warned_first_and_said
     said = stopped.stderr.splitlines()
     # Before anything ran: the first line, in the house's warning format.
     assert said[0].startswith(
-        "reprospec: warning: the spec has no passing cell: the result will be held only to "
+        "reprospec: warning: the spec has no passing cell: the result would be held only to "
         "failing as the cell's expect says, with the original's signature, so it may be any "
         "program that fails so"
     ), stopped.stderr
@@ -966,8 +966,8 @@ def test_a_stopped_search_of_a_spec_without_a_passing_cell_warned_first_and_said
     pace = [line for line in said if " an attempt at -j 2: " in line]
     assert len(pace) == 1, stopped.stderr
     assert re.fullmatch(
-        r"2 attempts took [\d.]+s, [\d.]+s an attempt at -j 2: the budget of 150 attempts "
-        r"would take about \dm \d\ds at that pace; `--preload torch` cannot fork them: the "
+        r"2 attempts took [\d.]+s, [\d.]+s an attempt at -j 2: the 148 attempts left of the "
+        r"budget would take about \d+m \d\ds at that pace; `--preload torch` cannot fork them: the "
         r"command runs pytest, not the run's Python interpreter",
         pace[0],
     ), pace[0]
@@ -987,6 +987,23 @@ def test_a_stopped_search_of_a_spec_without_a_passing_cell_warned_first_and_said
     # The result was not run at the end: not measured, never "(none printed)".
     assert "| the result | (not measured: the search was stopped before its final check) |" in md
     assert "(none printed)" not in md
+    # Resumed, its first probe to run is a candidate's, of 1 attempt, and most of the budget
+    # is spent: no pace is said (it said 1 attempt's wall clock, halved at -j 2, of the
+    # whole budget).
+    probes = len(json.loads(next(states.glob("*/state.json")).read_text())["probes"])
+
+    def one_more_stored() -> bool:
+        stored = json.loads(next(states.glob("*/state.json")).read_text())["probes"]
+        return len(stored) > probes
+
+    resumed = interrupt_when(
+        argv(tmp_path, "--budget", "150", "--format", "text", spec=work / "spec.yaml"),
+        one_more_stored,
+        env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert resumed.code == 130, resumed.stderr
+    assert "continuing" in resumed.stderr or "replay" in resumed.stderr, resumed.stderr
+    assert " an attempt at -j " not in resumed.stderr, resumed.stderr
 
 
 def test_a_flaky_original_measured_enough_rejects_a_candidate_failing_every_time(

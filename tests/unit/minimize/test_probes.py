@@ -237,3 +237,48 @@ def test_an_attempt_that_hung_is_a_hang_of_its_kind_and_counted_as_failing_other
     assert [probes._kind(a, None, "failing") for a in (hang, error)] == ["hang", "other"]
     tally = Tally().add(["hang", "other"])
     assert (tally.other, tally.hung, tally.clean) == (2, 1, 2)
+
+
+def test_the_pace_is_of_rounds_at_j_and_quotes_the_budget_left(tmp_path: Path) -> None:
+    """k attempts at -j j ran in ceil(k/j) rounds: 1 attempt of 1.3 s at -j 2 is 0.7 s an
+    attempt (one of a round of 2), not 1.3 s, and the budget left (not the whole) is what
+    is quoted. A state that holds probes (a resume) says no pace at all."""
+    import threading
+
+    from reprospec.core.inputs import Cell
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.isolation.candidates import AttemptKind
+    from reprospec.minimize.probes import ProbeRunner
+
+    said: list[str] = []
+
+    def runner(budget: int, parallel: int, folder: str) -> ProbeRunner:
+        return ProbeRunner(
+            spec_path=tmp_path / "spec.yaml", overrides=(), options=RunOptions(),
+            failing=Cell(id="default", index=0, matrix={}), passing=(), workdir=tmp_path,
+            folder=tmp_path / folder, as_list=False, state=StateFile(tmp_path / folder, {}),
+            cancel=threading.Event(), parallel=parallel, say=said.append, budget=budget,
+        )  # fmt: skip
+
+    def probe(attempts: int) -> StoredProbe:
+        kinds: tuple[AttemptKind, ...] = tuple("match" for _ in range(attempts))
+        return StoredProbe(key="failing:k", candidate=(), role="failing", kinds=kinds, run_id="r")
+
+    runner(200, 2, "a")._say_pace(probe(1), 1.3)
+    assert said == [
+        "1 attempt took 1.3s, 0.7s an attempt at -j 2: the 199 attempts left of the budget "
+        "would take about 2m 10s at that pace"
+    ]
+    runner(33, 2, "b")._say_pace(probe(3), 6.0)  # 2 rounds of 3 s; 30 left, 15: 45 s
+    assert len(said) == 1  # under a minute: not said
+    runner(60, 4, "c")._say_pace(probe(4), 8.0)  # 1 round of 8 s; 56 left, 14: 1m 52s
+    assert said[-1] == (
+        "4 attempts took 8.0s, 2.0s an attempt at -j 4: the 56 attempts left of the budget "
+        "would take about 1m 52s at that pace"
+    )
+    # Resumed: the state holds the earlier run's probes, and the pace is not said.
+    StateFile(tmp_path / "d", {}).add(probe(2))
+    resumed = runner(200, 2, "d")
+    assert resumed.state.stored == 1
+    resumed._say_pace(probe(1), 1.3)
+    assert len(said) == 2
