@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from reprospec.report.paths import PathNames, shared
 
 LABELS = {
@@ -87,20 +85,3 @@ def test_more_ups_name_a_labelled_folder_only_where_it_shares_no_folder_with_the
     labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": ""}
     text = "../../../work/main/.venv/a ../../../../../work/main/.venv/b"
     assert PathNames(labels).shorten(text) == "<venv>/a <venv>/b"
-
-
-def test_a_text_with_no_relative_path_costs_what_it_did_before_they_were_named() -> None:
-    # 2 MB of pytest's progress dots (and of `/`): with relative spellings looked for at
-    # every `.`, masking them took about three times as long as with none to look for.
-    labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": "", "/root": "<home>"}
-    relative, absolute_only = PathNames(labels), PathNames(labels, bases=[])
-    for line in ("." * 79, "/" * 79):
-        text = (line + "\n") * 25_000
-
-        best = {id(relative): float("inf"), id(absolute_only): float("inf")}
-        for _ in range(7):  # in turn: a neighbour's load falls on both alike
-            for names in (relative, absolute_only):
-                began = time.perf_counter()
-                names.shorten(text)
-                best[id(names)] = min(best[id(names)], time.perf_counter() - began)
-        assert best[id(relative)] < 1.6 * best[id(absolute_only)], line[0]
