@@ -109,6 +109,7 @@ from reprospec.core.words import (
     SIGKILL_SENT_BY_A_PROCESS,
     plural,
     ran_process,
+    shorten_command,
 )
 from reprospec.errors import EXIT_INFRA, EXIT_NOT_REPRODUCED, EXIT_OK, InfraError, UsageError
 from reprospec.outcome.pytestreport import (
@@ -518,19 +519,25 @@ def _capture(
             None,
         )
         frame: str | None
+        below = ""  # the process a child ran, where the child's hang is placed there
         if hung_in is not None:
             frame = frame_name(hung_in.function, hung_in.path, hung_in.line, workdir)
         elif observed.outcome.kind == "hang" and observed.outcome.where in ("worker", "child"):
             # The stacks' first frame is the main process's, only waiting; a child with no
-            # Python stack (`subprocess.run(["./nap"])`) has its native place (hung_native).
-            frame = next(
+            # Python stack (`subprocess.run(["./nap"])`) has its native place (hung_native),
+            # and where that place is a process the child ran (./nap under ./pp), that
+            # process too (hung_process), as the run's line names both: the title read
+            # `run.py: hang in a child process in ...@nap`, neither pp nor nap named.
+            placed = next(
                 (
-                    a.ran.hung_native
+                    a.ran
                     for a in attempts
                     if a.ran and a.ran.signature == observed.signature and a.ran.hung_native
                 ),
                 None,
             )
+            frame = placed.hung_native if placed is not None else None
+            below = (placed.hung_process or "") if placed is not None else ""
         else:
             frame = next((f for s in stacks if (f := crash_frame(s, workdir))), None)
             if frame is None and observed.outcome.kind in ("crash", "hang"):
@@ -544,7 +551,7 @@ def _capture(
                 if place is not None:
                     frame = place.frame
                     observed = replace(observed, process=place.process)
-        observed = replace(observed, frame=frame)
+        observed = replace(observed, frame=frame, process=below or observed.process)
     beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
     if beside and observed.outcome is not None and observed.outcome.kind == "pass":
         # Its expect could only say `pass`, which the crash does not change: a spec written
@@ -1249,8 +1256,10 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         # `expect` has no key for a place, and a C program's hang read `outcome: hang` alone.
         comments["outcome"] = f"hung in {observed.frame}"
         if observed.process:
-            # A launcher's child, as the title says it and a crash's `signal` comment does.
-            comments["outcome"] = f"hung {_ran_by(observed.process)}, in {observed.frame}"
+            # A launcher's child, as the title says it and a crash's `signal` comment does;
+            # below a child the main process waits for, that child first, as the title.
+            below = _child_ran(outcome) if outcome.where in ("worker", "child") else ""
+            comments["outcome"] = f"hung {below}{_ran_by(observed.process)}, in {observed.frame}"
         placed = True
     # The other failures seen are said on `outcome`, after the hang's place, but not beside
     # a hang's cause (the import, the dead child): that line says it alone, and the
@@ -1289,6 +1298,15 @@ def _ran_by(process: str) -> str:
     `sh: SIGSEGV in main@seg` read as if sh crashed; and a hang whose native place is such
     a process's (`make: hang in clock_nanosleep@libc<-main@nap` read as if make slept)."""
     return f"in {ran_process(process)}"
+
+
+def _child_ran(outcome: Outcome) -> str:
+    """`in a child process (pp), `: the child a Python program waits for, before the
+    process it ran that a hang's native place is in (`_ran_by`), as the run's line says
+    `(child pid N: ./pp) in a process it ran (nap), in ...`; a long command cut as that
+    line cuts it (a title is one line)."""
+    named = f" ({shorten_command(_short(outcome.cmdline), 60)})" if outcome.cmdline else ""
+    return f"{crashed_in(outcome.where, xdist=_xdist(outcome))}{named}, "
 
 
 def _short(cmdline: str) -> str:
@@ -1549,7 +1567,9 @@ def _title(
         "hang": "hang",
     }.get(outcome.kind, outcome.kind)
     where = (
-        f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
+        f" {_child_ran(outcome)}{_ran_by(observed.process)},"
+        if outcome.kind == "hang" and outcome.where in ("worker", "child") and observed.process
+        else f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
         if outcome.where in ("worker", "child")
         else f" {_ran_by(observed.process)},"
         if outcome.kind in ("crash", "hang") and observed.process

@@ -513,3 +513,37 @@ def test_a_python_program_s_c_child_s_own_child_names_both(cli: Cli, tmp_path: P
     (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
     assert attempt["outcome"]["cmdline"] == "./pp", attempt["outcome"]
     assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize(
+    ("call", "child"),
+    [('["./pp"]', "pp"), ('"./nap; echo done", shell=True', "sh -c ./nap; echo done")],
+    ids=["c-launcher", "shell"],
+)
+def test_a_python_program_s_hang_two_levels_down_is_titled_as_the_run_says_it(
+    cli: Cli, tmp_path: Path, call: str, child: str
+) -> None:
+    # Python runs ./pp reading ./nap's pipe (or a shell running ./nap): the run said `hang
+    # (child pid N: ./pp) in a process it ran (nap), in ...`, but capture titled it `run.py:
+    # hang in a child process in clock_nanosleep@libc<-main@nap`, naming neither.
+    work = tmp_path / "two"
+    built(work, "nap", _NAP)
+    built(work, "pp", _PIPED, "-DPOLL=0")
+    (work / "run.py").write_text(
+        f"import subprocess\nsubprocess.run({call}, capture_output=True)\n"
+    )
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "python3", "run.py", env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    said = f"in a child process ({child}), in a process it ran (nap), in "
+    assert title.startswith(f"run.py: hang {said}"), title
+    place = title.removeprefix(f"run.py: hang {said}")
+    assert place.endswith("<-main@nap"), title
+    text = (work / "spec.yaml").read_text()
+    assert f"outcome: hang  # hung {said}{place}\n" in text, text
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out2"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (line,) = [line for line in run.stderr.splitlines() if "default #1:" in line]
+    assert f") in a process it ran (nap), in {place} (match" in line, line
