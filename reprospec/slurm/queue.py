@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -189,6 +191,10 @@ def _asked(
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
     deadline = monotonic() + max(timeout_s, 1)
     try:
+        # In a session of its own: a site's squeue is often a wrapper script whose child
+        # (the real squeue) holds the pipe; killing the wrapper alone left it there, and
+        # reading to EOF then waited for that child (a 2 s limit took 20 s, a second
+        # Ctrl-C was not heard). Its whole group is ended instead.
         proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -197,6 +203,7 @@ def _asked(
             text=True,
             errors="replace",
             env=env,
+            start_new_session=True,
         )
     except OSError:
         return None
@@ -209,7 +216,10 @@ def _asked(
                 break
             except subprocess.TimeoutExpired:
                 if monotonic() >= deadline or (stop is not None and stop()):
-                    proc.kill()
-                    proc.communicate()
+                    # Not read to EOF: a child of its group holding the pipe would make
+                    # that wait its own. The group ended, only the process is reaped.
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
                     return None
     return out if proc.returncode == 0 else None
