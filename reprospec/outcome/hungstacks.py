@@ -89,10 +89,12 @@ _HARNESS = re.compile(r"/reprospec_harness/")
 # pipe a child writes to, a pool's result; subprocess's wait and communicate.
 _WAITS_FOR_A_CHILD = re.compile(r"/multiprocessing/[\w/]+\.py$|/subprocess\.py$")
 # Of those, the frames of waiting for a program it ran (subprocess's wait, communicate,
-# _try_wait, a read of its pipes): the only wait that can be for one with no Python stack.
-# A multiprocessing wait (a Lock, an Event, a Queue's get) is for a Python process or for
-# the program itself: a lock it holds twice beside an idle `./nap` was placed in the nap.
-_WAITS_FOR_A_PROGRAM = re.compile(r"/subprocess\.py$")
+# _try_wait, a read of its pipes) or for a process that may have become one (a
+# multiprocessing Process's join, process.py and popen_*.py: its target may exec `./nap` or
+# wait in subprocess.call for it): the only waits that can be for one with no Python stack.
+# A multiprocessing Lock, Event or Queue's get is for a Python process or for the program
+# itself: a lock it holds twice beside an idle `./nap` was placed in the nap.
+_WAITS_FOR_A_PROGRAM = re.compile(r"/subprocess\.py$|/multiprocessing/(?:process|popen_\w+)\.py$")
 # A process's frames of waiting for its peers: a torch.distributed collective (all_reduce,
 # barrier) returns when every rank has called it, so a rank in one waits for another.
 _WAITS_FOR_PEERS = re.compile(r"/torch/distributed/distributed_c10d\.py$")
@@ -433,7 +435,7 @@ def stuck_child(
         or next((p for p in children if not p.waits_for_a_child), None)
         or next(iter(children), None)
         or next(
-            (p for p in every if not p.python and processes[0].waits_for_a_program),
+            (p for p in every if not p.python and any(q.waits_for_a_program for q in processes)),
             None,
         )
     )

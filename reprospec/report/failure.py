@@ -449,8 +449,13 @@ def _hang_where(cell: CellResult, attempt: AttemptResult, short: Callable[[str],
     if found is not None:
         where = found.describe(lambda frame: inline_code(short(frame)))
         if attempt.ran is not None and attempt.ran.hung_native is not None:
-            # A child with no Python stack its parent waits for: its native place too.
-            where += f" in {inline_code(attempt.ran.hung_native)}"
+            # A child with no Python stack its parent waits for: its native place too, and
+            # the process it ran that place is in (`./nap` under `./pp`), as the run's line
+            # says: the pid described is the child's, not the one that sleeps.
+            ran = attempt.ran
+            if ran.hung_process:
+                where += f", in {ran_process(ran.hung_process)},"
+            where += f" in {inline_code(ran.hung_native)}"
     elif attempt.ran is not None and attempt.ran.hung_native is not None:
         # A C program's hang has no Python stack: its native place, where the first attempt
         # sat at one live sample (no grouping key: group_key leaves it out), says where.

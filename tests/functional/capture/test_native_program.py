@@ -547,3 +547,39 @@ def test_a_python_program_s_hang_two_levels_down_is_titled_as_the_run_says_it(
     assert run.code == 0, run.stdout + run.stderr
     (line,) = [line for line in run.stderr.splitlines() if "default #1:" in line]
     assert f") in a process it ran (nap), in {place} (match" in line, line
+    # report.md's Failure list too: it gave nap's place to the child's pid, nap unnamed.
+    report = (run.latest_run() / "report.md").read_text()
+    assert f"not a Python program), in a process it ran (nap), in `{place}` (cell" in report, report
+
+
+_MP_EXEC = {
+    "call": "import multiprocessing, subprocess\n"
+    'if __name__ == "__main__":\n'
+    '    p = multiprocessing.Process(target=subprocess.call, args=(["./nap"],))\n'
+    "    p.start()\n"
+    "    p.join()\n",
+    "exec": "import multiprocessing, os\n"
+    'if __name__ == "__main__":\n'
+    '    p = multiprocessing.Process(target=os.execv, args=("./nap", ["./nap"]))\n'
+    "    p.start()\n"
+    "    p.join()\n",
+}
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize("how", sorted(_MP_EXEC))
+def test_a_multiprocessing_child_that_runs_a_c_program_is_where_the_hang_is(
+    cli: Cli, tmp_path: Path, how: str
+) -> None:
+    # A Process whose target runs ./nap (subprocess.call) or becomes it (os.execv), joined:
+    # cfa4fe8f took only a subprocess wait for one on a program with no Python stack, and
+    # placed the hang at the parent's `p.join()` line (`mc.py: hang in <module> (mc.py:5)`).
+    work = tmp_path / how
+    built(work, "nap", _NAP)
+    (work / "mc.py").write_text(_MP_EXEC[how])
+    captured(cli, work, "--timeout", "2s", "--no-verify", "--", "python3", "mc.py", env={})
+    title = document(work)["title"]
+    assert isinstance(title, str)
+    assert title.startswith("mc.py: hang in a child process"), title
+    assert title.endswith("<-main@nap"), title
