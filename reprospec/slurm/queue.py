@@ -81,6 +81,7 @@ class ScriptJob:
     job: str  # the array job's id, or a plain job's
     script: str  # its batch script, as sbatch was given it (an absolute path)
     submitted: datetime | None  # slurmctld's submit time (squeue's %V, local time)
+    comment: str  # its --comment (squeue's %k): submit.py's marker of its own sbatch
     tasks: frozenset[int]  # an array's task ids (its --array); empty for a plain job
     active: bool  # a task (or the job) still queued or running
 
@@ -96,32 +97,39 @@ def jobs_of_scripts(
     found too late. One squeue call for all the scripts; `stop` saying so ends it (None)."""
     wanted = set(scripts)
     said = _asked(
-        ["squeue", "--me", "--noheader", "--array", "--states=all", "--format=%F|%K|%V|%T|%o"],
+        ["squeue", "--me", "--noheader", "--array", "--states=all", "--format=%F|%K|%V|%T|%k|%o"],
         timeout_s=timeout_s,
         stop=stop,
     )
     if said is None:
         return None
-    jobs: dict[str, tuple[str, str, set[int], bool]] = {}
+    jobs: dict[str, tuple[str, str, str, set[int], bool]] = {}
     for line in said.splitlines():
-        # The script is last: a path with a `|` in it stays whole.
         parts = line.strip().split("|", 4)
-        if len(parts) < 5 or parts[4] not in wanted or not parts[0].isdigit():
+        if len(parts) < 5 or not parts[0].isdigit():
             continue
-        job, task, submitted, state, script = parts
-        _, _, tasks, active = jobs.setdefault(job, (script, submitted, set(), False))
+        job, task, submitted, state, rest = parts
+        # The comment and then the script are last, either may hold a `|`: the script is
+        # the wanted path the line ends with (the longest), the comment what precedes it.
+        ends = [path for path in wanted if rest.endswith("|" + path)]
+        if not ends:
+            continue
+        script = max(ends, key=len)
+        comment = rest[: -len(script) - 1]
+        _, _, _, tasks, active = jobs.setdefault(job, (script, submitted, comment, set(), False))
         if task.isdigit():
             tasks.add(int(task))
-        jobs[job] = (script, submitted, tasks, active or state in ACTIVE_STATES)
+        jobs[job] = (script, submitted, comment, tasks, active or state in ACTIVE_STATES)
     return [
         ScriptJob(
             job=job,
             script=script,
             submitted=_submit_time(submitted),
+            comment=comment,
             tasks=frozenset(tasks),
             active=active,
         )
-        for job, (script, submitted, tasks, active) in sorted(
+        for job, (script, submitted, comment, tasks, active) in sorted(
             jobs.items(), key=lambda item: int(item[0])
         )
     ]

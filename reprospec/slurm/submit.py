@@ -6,8 +6,9 @@ import contextlib
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from time import monotonic, sleep
+from uuid import uuid4
 
 from reprospec.core import capped
 from reprospec.errors import InfraError
@@ -24,6 +25,9 @@ _UNANSWERED = ("timed out", "Zero Bytes were transmitted or received")
 # How long squeue is asked (again and again) whether such a job was queued: slurmctld,
 # slow or stopped for a moment, answers it once it has handled the submission before it.
 _LOOKUP_S = 90.0
+# Where the user's own sbatch options carry a --comment (ours would replace it), the job is
+# told by its submit time instead: slurmctld's clock may be behind ours by this much.
+_SKEW = timedelta(seconds=60)
 
 
 # A stop in the first moment of an sbatch is not told of a wait: sbatch answers at once.
@@ -170,14 +174,19 @@ def _sbatch_or_found(
     nor its shards are left unseen and no resume submits them twice. `tasks`: the array
     tasks the sbatch asks for (empty: the merge, a plain job).
 
-    The job is told by its script (the run folder's own), and from an older job of that
-    script (an ended array squeue still lists for MinJobAge, one submitted by hand) by
-    being the user's, submitted since this sbatch began, with the tasks it asked for, and
-    not `known` to slurm.json: adopting an older one recorded a finished job as the
-    shards', whose folders then held no results."""
-    # Whole seconds (squeue's %V has no more), taken down: a job submitted in the second
-    # the sbatch began is not missed.
-    since = datetime.now().replace(microsecond=0)
+    The job is told by its script (the run folder's own) and by the marker this sbatch
+    alone gave it (`--comment=reprospec:<uuid>`, squeue's %k), with the tasks it asked
+    for, not `known` to slurm.json: adopting an older job of the script (an ended array
+    squeue still lists for MinJobAge, one submitted by hand, a second resume's) recorded a
+    finished job as the shards', whose folders then held no results. A submit time was
+    not enough: slurmctld's clock a few seconds behind ours missed the job itself. More
+    than one such job (only where the user's own --comment leaves the time to tell them)
+    is not guessed at: SubmissionUnconfirmed."""
+    marker = None if _has_comment(argv[:-1]) else f"reprospec:{uuid4().hex}"
+    # Whole seconds (squeue's %V has no more), taken down, less slurmctld's possible skew.
+    since = datetime.now().replace(microsecond=0) - _SKEW
+    if marker is not None:
+        argv = [*argv[:-1], f"--comment={marker}", argv[-1]]
     wait = wait or LookupWait(lambda _: None)
     try:
         wait.sbatch(True)
@@ -206,13 +215,20 @@ def _sbatch_or_found(
                 f"{exc}; its lookup in squeue was stopped: the job of {script} may be queued "
                 "all the same"
             ) from None
-        new = [job for job in found if _is_this_submission(job, since, tasks, known)]
+        new = [job for job in found if _is_this_submission(job, marker, since, tasks, known)]
         if not new:
             raise SubmissionUnconfirmed(
                 f"{exc}; squeue lists no job of {script} submitted since: it may still be "
                 "queued (see squeue --me --format=%i,%V,%o)"
             ) from None
-        job = new[-1].job
+        if len(new) > 1:
+            jobs = ", ".join(job.job for job in new)
+            raise SubmissionUnconfirmed(
+                f"{exc}; squeue lists {len(new)} jobs of {script} that may be its ({jobs}): "
+                "which one this sbatch queued is not known (see squeue --me "
+                "--format=%i,%V,%k,%o)"
+            ) from None
+        job = new[0].job
         say(f"{exc}; slurmctld queued it all the same: job {job} ({script})")
         return job
     finally:
@@ -220,17 +236,26 @@ def _sbatch_or_found(
         wait.lookup(None)
 
 
+def _has_comment(options: Sequence[str]) -> bool:
+    """Whether sbatch options (the user's) set --comment, or a prefix sbatch reads as it."""
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name.startswith("--com") and "--comment".startswith(name):
+            return True
+    return False
+
+
 def _is_this_submission(
-    job: ScriptJob, since: datetime, tasks: frozenset[int], known: set[str]
+    job: ScriptJob, marker: str | None, since: datetime, tasks: frozenset[int], known: set[str]
 ) -> bool:
-    """Whether `job` is the one an sbatch that began at `since` asked for. Ended as well as
-    queued: a short job may have finished within the sbatch's timeout (ours is 120 s)."""
-    return (
-        job.job not in known
-        and job.submitted is not None
-        and job.submitted >= since
-        and job.tasks == tasks
-    )
+    """Whether `job` is the one an sbatch marked `marker` (None: the user's own --comment,
+    and begun at `since`) asked for. Ended as well as queued: a short job may have
+    finished within the sbatch's timeout (ours is 120 s)."""
+    if job.job in known or job.tasks != tasks:
+        return False
+    if marker is not None:
+        return job.comment == marker
+    return job.submitted is not None and job.submitted >= since
 
 
 def _scancel(job: str) -> None:

@@ -1,0 +1,80 @@
+"""How a job whose sbatch timed out is told in squeue (slurm/submit.py): by the marker its
+own sbatch gave it, not by a submit time that slurmctld's clock, behind ours, makes seem
+older; and never guessed among several. This machine's Slurm (if any) is not asked: sbatch
+and squeue are fakes on PATH, squeue answering in the fields it is asked for."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from reprospec.slurm.submit import SubmissionUnconfirmed, _sbatch_or_found
+from tests.support.fakeslurm import fake_tool
+
+TIMED_OUT = "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"
+# Records the --comment it was given, then times out as a stopped slurmctld makes it.
+SBATCH = """for a; do
+  case "$a" in --comment=*) echo "${{a#--comment=}}" > {tools}/marker ;; esac
+done
+echo "{timed_out}" >&2; exit 1"""
+# Each line of `jobs` (id, seconds from now, comment: `@` the sbatch's marker) is a job of
+# /r/array.sbatch, task 1, its fields those squeue's --format asks for.
+SQUEUE = """for a; do case "$a" in --format=*) fmt="${{a#--format=}}" ;; esac; done
+while read -r id off comment; do
+  [ "$comment" = @ ] && comment=$(cat {tools}/marker)
+  t=$(date -d "$off seconds" +%Y-%m-%dT%H:%M:%S); line=""; IFS='|'
+  for f in $fmt; do
+    case "$f" in %F) v=$id ;; %K) v=1 ;; %V) v=$t ;; %T) v=PENDING ;; %k) v=$comment ;;
+      %o) v=/r/array.sbatch ;; *) v=? ;; esac
+    line="$line${{line:+|}}$v"
+  done
+  unset IFS; echo "$line"
+done < {tools}/jobs"""
+
+
+def _tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    fake_tool(tmp_path, "sbatch", SBATCH.format(tools=tmp_path, timed_out=TIMED_OUT))
+    fake_tool(tmp_path, "squeue", SQUEUE.format(tools=tmp_path))
+    (tmp_path / "jobs").write_text(jobs)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_the_job_an_sbatch_marked_is_found_though_slurmctlds_clock_is_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Submitted "2 s before" the sbatch began by slurmctld's clock: the whole-second time
+    # check missed it (exit 3, the queued job unrecorded). 499: the script's job by hand,
+    # 501: a second resume's, new too but not marked by this sbatch.
+    _tools(tmp_path, monkeypatch, "499 -300 (null)\n500 -2 @\n501 1 reprospec:other\n")
+    said: list[str] = []
+    job = _sbatch_or_found(
+        ["sbatch", "--parsable", "/r/array.sbatch"], frozenset({1}), set(), said.append
+    )
+    assert job == "500"
+    assert said == [
+        f"sbatch timed out: {TIMED_OUT}; slurmctld queued it all the same: job 500 "
+        "(/r/array.sbatch)"
+    ]
+
+
+def test_two_jobs_either_of_which_may_be_the_sbatchs_are_not_guessed_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's own --comment: no marker, the submit time tells, and two jobs are new
+    # (this resume's and a second resume's beside it). The highest was taken.
+    _tools(tmp_path, monkeypatch, "500 1 mine\n501 1 mine\n")
+    with pytest.raises(SubmissionUnconfirmed) as raised:
+        _sbatch_or_found(
+            ["sbatch", "--parsable", "--comment=mine", "/r/array.sbatch"],
+            frozenset({1}),
+            set(),
+            lambda _: None,
+        )
+    assert str(raised.value) == (
+        f"sbatch timed out: {TIMED_OUT}; squeue lists 2 jobs of /r/array.sbatch that may be "
+        "its (500, 501): which one this sbatch queued is not known (see squeue --me "
+        "--format=%i,%V,%k,%o)"
+    )
+    assert (tmp_path / "marker").read_text() == "mine\n"  # the user's comment, left as it is
