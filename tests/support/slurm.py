@@ -7,7 +7,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,8 +18,11 @@ from reprospec.slurm import RunStatus, load, run_status
 
 IN_CI = os.environ.get("CI") == "true"
 SETTLE_TIMEOUT_S = 600.0
-# One per machine, as the cluster is: xdist's workers and a second pytest beside them.
-_CLUSTER_LOCK = Path(tempfile.gettempdir()) / "reprospec-slurm-tests.lock"
+# The cluster's state (scripts/slurm-setup.sh: pid files, logs, spool).
+SLURM_STATE = Path(os.environ.get("REPROSPEC_SLURM_STATE", "/var/tmp/reprospec-slurm"))
+# One per cluster, beside its state: xdist's workers and a second pytest beside them,
+# whatever TMPDIR each was given (a lock in TMPDIR let one submit as another stopped it).
+_CLUSTER_LOCK = SLURM_STATE.parent / f"{SLURM_STATE.name}.tests.lock"
 
 
 @contextlib.contextmanager
@@ -28,13 +30,18 @@ def cluster_held(*, alone: bool) -> Iterator[None]:
     """The cluster shared with other Slurm tests, or held `alone`: a test that stops
     slurmctld (past MessageTimeout: test_submit_timeout.py) makes every other's sbatch and
     squeue time out, so it waits for them to end and they wait for it (tests/real/slurm's
-    conftest.py). A flock: a test that dies releases it."""
-    with _CLUSTER_LOCK.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    conftest.py, and whatever else asks the cluster: the session's time-limited run,
+    sinfo's probe below). A flock: a test that dies releases it."""
+    _CLUSTER_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(_CLUSTER_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:  # another user's: a flock needs only a read
+        fd = os.open(_CLUSTER_LOCK, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _cluster() -> str:
@@ -42,13 +49,16 @@ def _cluster() -> str:
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
         return "skipped: no Slurm here (sinfo/sbatch not found; run scripts/slurm-setup.sh)"
     try:
-        proc = subprocess.run(
-            ["sinfo", "--noheader", "--Node", "--format=%T"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            check=False,
-        )
+        # Shared with the other Slurm tests: a worker importing this as another's test had
+        # slurmctld stopped (15 s, past sinfo's 15) skipped, or in CI failed, every test.
+        with cluster_held(alone=False):
+            proc = subprocess.run(
+                ["sinfo", "--noheader", "--Node", "--format=%T"],
+                capture_output=True,
+                text=True,
+                timeout=15,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         return "skipped: sinfo did not answer within 15 s (run scripts/slurm-setup.sh)"
     states = proc.stdout.split()

@@ -21,6 +21,7 @@ from reprospec.slurm import RunStatus, load
 from tests.support.cli import ROOT, SPECS, Cli, ExampleRun, run_cli
 from tests.support.paths import session_folder
 from tests.support.slurm import (
+    cluster_held,
     needs_cluster,
     only_run,
     require_cluster,
@@ -300,10 +301,13 @@ def time_limited_run(
         if not record.is_file():
             spec = _hold_spec(folder, "time-limit")
             shared = folder / "shared"
-            submitted = run_cli(
-                folder / "out", "slurm", str(spec), "--shards", "2", "--time", "1",
-                "--out", str(shared),
-            )  # fmt: skip
+            # Session fixtures are set up before the autouse _one_cluster lock: taken here,
+            # or this submitted as another worker had slurmctld stopped.
+            with cluster_held(alone=False):
+                submitted = run_cli(
+                    folder / "out", "slurm", str(spec), "--shards", "2", "--time", "1",
+                    "--out", str(shared),
+                )  # fmt: skip
             run_dir = only_run(shared) if submitted.code == 0 else shared
             saved = {"run_dir": str(run_dir), "code": submitted.code, "stderr": submitted.stderr}
             record.write_text(json.dumps(saved), encoding="utf-8")

@@ -19,7 +19,14 @@ import pytest
 
 from tests.support.cli import Cli
 from tests.support.fakeslurm import fake_tool
-from tests.support.slurm import IN_CI, needs_cluster, only_run, require_cluster, wait_settled
+from tests.support.slurm import (
+    IN_CI,
+    SLURM_STATE,
+    needs_cluster,
+    only_run,
+    require_cluster,
+    wait_settled,
+)
 
 pytestmark = pytest.mark.slurm
 
@@ -28,8 +35,7 @@ SPEC = "reprospec: 1\nname: slurm-timeout\ncommand: 'true'\nexpect: {outcome: pa
 # continues, and reads its job id nowhere.
 STOPPED_S = 15
 # slurmctld's pid file, where scripts/slurm-setup.sh keeps it.
-PID_FILE = Path(os.environ.get("REPROSPEC_SLURM_STATE", "/var/tmp/reprospec-slurm"))
-PID_FILE = PID_FILE / "run" / "slurmctld.pid"
+PID_FILE = SLURM_STATE / "run" / "slurmctld.pid"
 
 
 @pytest.fixture
