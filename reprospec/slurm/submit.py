@@ -217,9 +217,11 @@ def _sbatch_or_found(
             ) from None
         new = [job for job in found if _is_this_submission(job, marker, since, tasks, known)]
         if not new:
+            # The marker named: the job, queued later, is told by it (squeue's %k).
+            which = "submitted since" if marker is None else f"with this sbatch's {marker}"
             raise SubmissionUnconfirmed(
-                f"{exc}; squeue lists no job of {script} submitted since: it may still be "
-                "queued (see squeue --me --format=%i,%V,%o)"
+                f"{exc}; squeue lists no job of {script} {which}: it may still be queued "
+                "(see squeue --me --format=%i,%V,%k,%o)"
             ) from None
         if len(new) > 1:
             jobs = ", ".join(job.job for job in new)

@@ -6,6 +6,7 @@ and squeue are fakes on PATH, squeue answering in the fields it is asked for."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,21 @@ def test_two_jobs_either_of_which_may_be_the_sbatchs_are_not_guessed_at(
         "--format=%i,%V,%k,%o)"
     )
     assert (tmp_path / "marker").read_text() == "mine\n"  # the user's comment, left as it is
+
+
+def test_no_job_marked_by_the_sbatch_is_unconfirmed_naming_its_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # New jobs of the script, none of them this sbatch's: the marker said, by which the
+    # user tells its job should slurmctld queue it later.
+    _tools(tmp_path, monkeypatch, "500 1 (null)\n501 1 reprospec:other\n")
+    with pytest.raises(SubmissionUnconfirmed) as raised:
+        _sbatch_or_found(
+            ["sbatch", "--parsable", "/r/array.sbatch"], frozenset({1}), set(), lambda _: None
+        )
+    marker = (tmp_path / "marker").read_text().strip()
+    assert re.fullmatch("reprospec:[0-9a-f]{32}", marker)
+    assert str(raised.value) == (
+        f"sbatch timed out: {TIMED_OUT}; squeue lists no job of /r/array.sbatch with this "
+        f"sbatch's {marker}: it may still be queued (see squeue --me --format=%i,%V,%k,%o)"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -125,12 +126,20 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
     done = cli("slurm", str(spec), "--shards", "1", "--out", str(shared), env=env)
     assert done.code == 3, done.stderr
     run = only_run(shared)
-    assert done.stderr.splitlines() == [
-        "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
-        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} submitted "
-        "since: it may still be queued (see squeue --me --format=%i,%V,%o); the run folder is "
-        f"kept: {run}"
-    ]
+    (said,) = done.stderr.splitlines()
+    assert re.fullmatch(
+        re.escape(
+            "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket "
+            f"timed out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} "
+            "with this sbatch's reprospec:"
+        )
+        + "[0-9a-f]{32}"
+        + re.escape(
+            ": it may still be queued (see squeue --me --format=%i,%V,%k,%o); the run folder "
+            f"is kept: {run}"
+        ),
+        said,
+    ), said
     assert (run / "array.sbatch").is_file()
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
     # The job queued after all (here by hand, held: it stays queued): a resume submitted
@@ -164,7 +173,7 @@ def test_a_resume_whose_sbatch_timed_out_does_not_adopt_an_older_finished_job_of
     # state squeue still lists: here shard 2's job, run by hand and finished before the
     # resume, recorded as the resume's array of shards 1 and 2 (exit 0), whose shard 1
     # then never ran and whose merge failed. A job is this sbatch's only if it was
-    # submitted since the sbatch began, with the tasks it asked for.
+    # marked by this sbatch (its --comment), with the tasks it asked for.
     require_cluster()
     timed_out = (
         'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
@@ -189,9 +198,15 @@ def test_a_resume_whose_sbatch_timed_out_does_not_adopt_an_older_finished_job_of
     assert by_hand.returncode == 0, by_hand.stderr
     resumed = cli("slurm", "resume", str(run), env=env)
     assert resumed.code == 3, resumed.stderr
-    assert resumed.stderr.splitlines() == [
-        "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket timed "
-        f"out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} "
-        "submitted since: it may still be queued (see squeue --me --format=%i,%V,%o)"
-    ]
+    (said,) = resumed.stderr.splitlines()
+    assert re.fullmatch(
+        re.escape(
+            "reprospec: sbatch timed out: sbatch: error: Batch job submission failed: Socket "
+            f"timed out on send/recv operation; squeue lists no job of {run / 'array.sbatch'} "
+            "with this sbatch's reprospec:"
+        )
+        + "[0-9a-f]{32}"
+        + re.escape(": it may still be queued (see squeue --me --format=%i,%V,%k,%o)"),
+        said,
+    ), said
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
