@@ -32,6 +32,11 @@ from tests.support.slurm import (
 pytestmark = pytest.mark.slurm
 
 SPEC = "reprospec: 1\nname: slurm-timeout\ncommand: 'true'\nexpect: {outcome: pass}\n"
+# A fake sbatch's body: it says what a real one says when slurmctld did not answer in time.
+_TIMED_OUT = (
+    'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
+    'operation" >&2; exit 1'
+)
 # Longer than MessageTimeout (slurm-setup.sh's 10 s): sbatch gives up before slurmctld
 # continues, and reads its job id nowhere.
 STOPPED_S = 15
@@ -115,11 +120,7 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
     # sbatch's timeout does not say whether slurmctld took the job: a folder removed then
     # is one a job queued later runs into. Kept, and said so (exit 3: nothing recorded).
     require_cluster()
-    timed_out = (
-        'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
-        'operation" >&2; exit 1'
-    )
-    env = _tools(tmp_path, timed_out)
+    env = _tools(tmp_path, _TIMED_OUT)
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC)
     shared = tmp_path / "shared"
@@ -175,11 +176,7 @@ def test_a_resume_whose_sbatch_timed_out_does_not_adopt_an_older_finished_job_of
     # then never ran and whose merge failed. A job is this sbatch's only if it was
     # marked by this sbatch (its --comment), with the tasks it asked for.
     require_cluster()
-    timed_out = (
-        'echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv '
-        'operation" >&2; exit 1'
-    )
-    env = _tools(tmp_path, timed_out)
+    env = _tools(tmp_path, _TIMED_OUT)
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC.replace("expect:", "run: {repeat: 2}\nexpect:"))
     shared = tmp_path / "shared"
