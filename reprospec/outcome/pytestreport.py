@@ -50,6 +50,8 @@ _SECTION_TITLE = Lazy(r"^_{3,} (?P<title>.+?) _{3,}\s*$")
 _RULE = Lazy(r"^={3,}")
 _RAISED_AT = Lazy(r"^\S+:\d+: (?P<type>[A-Za-z_][\w.]*)\s*$")
 _E_LINE = Lazy(r"^E(?: +|$)")
+# A frame's line of `--tb=short` (`test_c.py:8: in test_raised`).
+_SHORT_FRAME = Lazy(r"^\S+:\d+: in \S")
 # An exception type as pytest writes it, both with a message and without one.
 _TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
@@ -164,6 +166,8 @@ def first_failure(text: str) -> FailedTest | None:
         else:  # `E   assert a == b`: pytest left out the `AssertionError: `
             exception = last
             message = first if first and bare_type(first) != last else None
+        if not chain:
+            chain = _e_chain(section)
         if exception is None and chain:
             # `--tb=short`: a bare `E   assert 1 == 2` and no `file:line: AssertionError`
             # line; the chain CPython printed above it names the type.
@@ -214,19 +218,85 @@ def _section(text: str, test: str) -> tuple[list[str], str | None]:
     return found or [], at
 
 
-def _last_e_block(section: Sequence[str]) -> list[str]:
-    """The last run of `E   ` lines (the exception pytest reports), without the `E`."""
+def _e_chain(section: Sequence[str]) -> tuple[PythonException, ...]:
+    """The chain of a test's exception where pytest printed it in its own styles (`--tb=long`,
+    `short`, `auto`): each exception's part of the section (its frames, its `E` lines, long's
+    `path:line: Type`) joined to the next by CPython's link line at the margin, a cause never
+    raised as its exception's own lines alone (`KeyError: 'root'`); primary first, the last
+    its test's exception. Read as the `--tb=native` section of the same run reads (its
+    `raise RuntimeError("top") from KeyError("x")` read no chain under these styles, and
+    `expect.exception: KeyError` missed); () where the section has no link line, or a part
+    says no type: a chain missed is better than one made up. `--tb=line` and `--tb=no` print
+    no section, and so no chain."""
+    from reprospec.outcome.tracebacks import CHAIN_LINKS, PythonException
+
+    parts: list[list[str]] = [[]]
+    links: list[str] = []
+    for line in section:
+        link = CHAIN_LINKS.get(line.rstrip()) if not line[:1].isspace() else None
+        if link is None:
+            parts[-1].append(line)
+        else:
+            links.append(link)
+            parts.append([])
+    if not links:
+        return ()
+    chain: list[PythonException] = []
+    for n, part in enumerate(parts):
+        read = _part_exception(part)
+        if read is None:
+            return ()
+        chain.append(PythonException(*read, link=links[n] if n < len(links) else None))
+    return tuple(chain)
+
+
+def _part_exception(part: Sequence[str]) -> tuple[str, str | None] | None:
+    """The type and whole message of one exception's part of a chained section: its last
+    `E` block (long's `path:line: Type` naming the type where the block does not, pytest's
+    `assert ...` an AssertionError's, as pytest strips `AssertionError: ` from exactly that),
+    or, with no `E` line and no frame, its own lines (a cause never raised); None where it
+    says no type."""
+    block = _last_e_block(part, whole=True)
+    if not block:
+        block = [line for line in part if line.strip()]
+        if not block or any(_RAISED_AT.match(line) or _SHORT_FRAME.match(line) for line in block):
+            return None  # a part with frames and no `E` line: not read
+    first, rest = block[0], block[1:]
+    typed = _TYPED.match(first)
+    raised = [m["type"] for line in part if (m := _RAISED_AT.match(line))]
+    last = raised[-1] if raised else None
+    if typed is not None and last in (None, bare_type(typed["type"])):
+        return typed["type"], "\n".join([typed["message"], *rest]).strip() or None
+    if _BARE_TYPE.match(first) and last in (None, bare_type(first)):
+        return first, "\n".join(rest).strip() or None
+    if last is None and first.startswith("assert "):
+        last = "AssertionError"
+    if last is None:
+        return None
+    return last, "\n".join(block).strip() or None
+
+
+def _last_e_block(section: Sequence[str], *, whole: bool = False) -> list[str]:
+    """The last run of `E   ` lines (the exception pytest reports), without the `E`: each
+    stripped and the blank ones left out, or (`whole`) as the message holds them, only the
+    first line's indent taken off each and its blank lines kept (a chain's link's message,
+    read whole as `--tb=native` prints it)."""
     blocks: list[list[str]] = []
     previous = False
     for line in section:
         if _E_LINE.match(line):
             if not previous:
                 blocks.append([])
-            blocks[-1].append(_E_LINE.sub("", line, count=1).strip())
+            blocks[-1].append(line[1:])
             previous = True
         else:
             previous = False
-    return [line for line in blocks[-1] if line] if blocks else []
+    if not blocks:
+        return []
+    if not whole:
+        return [line.strip() for line in blocks[-1] if line.strip()]
+    indent = len(blocks[-1][0]) - len(blocks[-1][0].lstrip(" "))
+    return [line[min(indent, len(line) - len(line.lstrip(" "))) :].rstrip() for line in blocks[-1]]
 
 
 # pytest-xdist's report of a worker that died running a test (a segfault in it): the test

@@ -129,7 +129,10 @@ _OBJECT_DUMP_TYPE = Lazy(r"^object type name: (?P<type>\S+)\s*$", re.M)
 _OBJECT_DUMP_REPR = Lazy(r"^object repr\s*: (?P<repr>.*)$", re.M)
 
 
-_LINKS = {
+# A chain's link lines, as CPython prints them between its blocks (and pytest between a
+# chained failure's sections, at the margin): the one spelling, which pytest's report reader
+# reads too.
+CHAIN_LINKS = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
 }
@@ -310,7 +313,7 @@ def recorded_chain(record: str) -> tuple[PythonException, ...]:
         return chain
     blocks: list[list[str]] = [[]]
     for line in record.strip().splitlines():
-        link = _LINKS.get(line.strip())
+        link = CHAIN_LINKS.get(line.strip())
         if link is not None:
             blocks[-1].append(link)  # the link of the block it ends, last
             blocks.append([])
@@ -936,7 +939,7 @@ def _link_index(lines: list[str], header: int) -> int | None:
 def _link_of(line: str) -> str | None:
     """What a link line says of the block below it ("context", "cause"), a group's `| `
     prefix aside; None where `line` is no link line."""
-    return _LINKS.get(_GROUP_PREFIX.sub("", line).strip())
+    return CHAIN_LINKS.get(_GROUP_PREFIX.sub("", line).strip())
 
 
 def _quoted(lines: list[str], header: int) -> bool:

@@ -2,9 +2,10 @@
 
 A group the main thread printed and went on from (`traceback.print_exc()`, then
 `sys.exit(2)`) read its closing rule `+------------------------------------` as the
-message; a pytest run under `--tb=native` read no chain; and a traceback logged by
-`logging.exception` ran on, under `python -S`, into the cause never raised of the next
-chain (`KeyError("'x'\\nValueError: root")`): `expect.exception: ValueError` missed.
+message; a pytest run under `--tb=native` read no chain, nor under `--tb=long` and
+`--tb=short`; and a traceback logged by `logging.exception` ran on, under `python -S`, into
+the cause never raised of the next chain (`KeyError("'x'\\nValueError: root")`):
+`expect.exception: ValueError` missed.
 """
 
 from __future__ import annotations
@@ -164,6 +165,58 @@ def test_a_pytest_native_traceback_gives_the_tests_chain(cli: Cli, tmp_path: Pat
         "test=test_unraised": [("KeyError", "'root'", "cause"), ("RuntimeError", "top", None)],
     }, chains
     assert {outcome["exception"] for outcome in outcomes.values()} == {"RuntimeError"}
+
+
+_STYLES = textwrap.dedent(
+    """
+    def load():
+        raise KeyError("x")
+
+    def test_cause():
+        raise RuntimeError("top") from KeyError("x")
+
+    def test_during():
+        try:
+            load()
+        except KeyError:
+            raise ValueError("while handling")
+    """
+)
+
+
+def test_pytests_own_traceback_styles_give_the_chain_native_gives(cli: Cli, tmp_path: Path) -> None:
+    """`--tb=long` and `--tb=short` print a chained failure in pytest's own format (its
+    parts joined by CPython's link line, `E` lines, a cause never raised as its own line):
+    the chain read none, where `--tb=native` of the same test read it. `--tb=line` and
+    `--tb=no` print no chain: none is read."""
+    (tmp_path / "test_styles.py").write_text(_STYLES)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: styles\nmatrix:\n  test: [test_cause, test_during]\n"
+        "  tb: [native, long, short, line, 'no']\n"
+        "command: python -m pytest -q -p no:cacheprovider --tb=${{ matrix.tb }}"
+        " test_styles.py::${{ matrix.test }}\nrun: {timeout: 60s}\n"
+        "expect: {outcome: error}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    assert len(outcomes) == 10
+    chains = {
+        cell: [(link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])]
+        for cell, outcome in outcomes.items()
+    }
+    native = {
+        "test_cause": [("KeyError", "'x'", "cause"), ("RuntimeError", "top", None)],
+        "test_during": [("KeyError", "'x'", "context"), ("ValueError", "while handling", None)],
+    }
+    for test, chain in native.items():
+        for tb in ("native", "long", "short"):
+            assert chains[f"test={test},tb={tb}"] == chain, (test, tb, chains)
+        for tb in ("line", "no"):
+            assert chains[f"test={test},tb={tb}"] == [], (test, tb, chains)
+    assert {outcome["exception"] for outcome in outcomes.values()} == {
+        "RuntimeError",
+        "ValueError",
+    }
 
 
 _MADE = textwrap.dedent(

@@ -684,3 +684,45 @@ def test_a_native_traceback_gives_the_tests_chain() -> None:
         ("KeyError", "'missing'", "cause"),
         ("RuntimeError", "wrapped", None),
     ]
+
+
+# pytest 9's `--tb=short` report of a test whose assert failed while it handled an OSError
+# raised from a KeyError: its own format, pytest's `assert ...` with no type, a part of a
+# cause never raised (a `Timeout` whose message runs over two lines) and no native header.
+SHORT_CHAIN = """\
+=================================== FAILURES ===================================
+__________________________________ test_three __________________________________
+test_c.Timeout: slow
+after 3 tries
+
+The above exception was the direct cause of the following exception:
+test_c.py:22: in test_three
+    raise OSError("disk\\nfull") from Timeout("slow\\nafter 3 tries")
+E   OSError: disk
+E   full
+
+During handling of the above exception, another exception occurred:
+test_c.py:26: in test_three
+    assert 1 == 2
+E   assert 1 == 2
+=========================== short test summary info ============================
+FAILED test_c.py::test_three - assert 1 == 2
+1 failed in 0.15s
+"""
+
+
+def test_a_short_reports_chain_is_read_from_its_parts() -> None:
+    # It read no chain, and no exception: the `E` block names no type.
+    failed = first_failure(SHORT_CHAIN)
+    assert failed is not None
+    assert (failed.exception, failed.message) == ("AssertionError", "assert 1 == 2")
+    assert [(e.type, e.message, e.link) for e in failed.chain] == [
+        ("test_c.Timeout", "slow\nafter 3 tries", "cause"),
+        ("OSError", "disk\nfull", "context"),
+        ("AssertionError", "assert 1 == 2", None),
+    ]
+    # A part with frames and no `E` line says no type: no chain is made up.
+    broken = SHORT_CHAIN.replace("E   OSError: disk\nE   full\n", "")
+    failed = first_failure(broken)
+    assert failed is not None
+    assert failed.chain == ()
