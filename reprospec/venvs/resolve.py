@@ -276,6 +276,10 @@ def resolve(
         return _offline_build(uv_error(output), fetched)
     # No solution, or a distribution it picked whose build backend failed (an sdist that
     # cannot build here: the build at run time builds it the same way, and fails alike).
+    if _backend_failed(lowered) and not unreached:
+        failed = _path_failed(output, packages, python, index, cwd, timeout_s, env)
+        if failed is not None:
+            return failed
     if ("no solution found" in lowered or _backend_failed(lowered)) and not unreached:
         return Resolved("unsatisfiable", uv_error(output))
     if unreached and "operation timed out" in lowered:
@@ -337,8 +341,72 @@ def _unreached(lowered: str) -> bool:
 
 
 def _backend_failed(lowered: str) -> bool:
-    """Whether uv's output (`lowered`) says a distribution's build backend ran and failed."""
-    return "failed to build" in lowered and "build backend returned an error" in lowered
+    """Whether uv's output (`lowered`) says a distribution's build backend ran and failed.
+    uv names the distribution (`Failed to build ...`) only where it has a name to give: of a
+    bare path entry (`./mypkg` whose setup.py raises) it says `The build backend returned an
+    error` alone, which was read as no answer, `could not check`, exit 0."""
+    return "build backend returned an error" in lowered
+
+
+# uv's naming of the distribution whose build failed: `Failed to build `mypkg @ file:///x``.
+_FAILED_TO_BUILD = re.compile(r"Failed to build `([^`]+)`")
+
+
+def _path_failed(
+    output: str,
+    packages: Sequence[str],
+    python: str,
+    index: IndexConfig,
+    cwd: Path | None,
+    timeout_s: float,
+    env: dict[str, str],
+) -> Resolved | None:
+    """The answer of a resolve whose build backend failed (`output`) where what failed is a
+    path entry of `packages` (its metadata built from the folder: a setup.py that raises at
+    import): `unsatisfiable` with `path_build` that entry, whose todo is its own build's, not
+    the index's. None where the build that failed is the index's (uv named a distribution of
+    no path here) or cannot be told. uv names a bare path entry's build nowhere: where the
+    list holds one such entry it is that one; of several, each is asked alone (`--no-deps`,
+    its metadata only), the first whose backend fails being the one."""
+    from reprospec.environment.packages import local_path
+
+    paths = [e for e in packages if (p := local_path(e)) is not None and not p.endswith(".whl")]
+    named = _FAILED_TO_BUILD.search(output)
+    if named is not None:
+        # (`name @ file:///src/x`: uv's spelling of the entry, its path absolute)
+        where = local_path(named[1])
+        if where is None:
+            return None  # an index's distribution: the sdist's own failure
+        base = cwd or Path.cwd()
+        paths = [e for e in paths if (base / str(local_path(e))).resolve() == Path(where)]
+    if len(paths) > 1:
+        failing = [e for e in paths if _metadata_fails(e, python, index, cwd, timeout_s, env)]
+        paths = failing[:1]
+    if len(paths) != 1:
+        return None
+    said = f"could not build {paths[0]} ({_whence(True)}: {uv_error(output)})"
+    return Resolved("unsatisfiable", said, path_build=paths[0])
+
+
+def _metadata_fails(
+    entry: str,
+    python: str,
+    index: IndexConfig,
+    cwd: Path | None,
+    timeout_s: float,
+    env: dict[str, str],
+) -> bool:
+    """Whether `entry` alone (`--no-deps`: its own metadata, nothing else fetched) fails in
+    its build backend, as `resolve` asks the whole list."""
+    try:
+        done = _asked(
+            ["pip", "compile", "-", "--quiet", "--no-header", "--no-deps",
+             *uv_pip_args(python, index)],
+            timeout_s=timeout_s, cwd=cwd, env=env, input=f"{entry}\n",
+        )  # fmt: skip
+    except (UvTimeout, OSError):
+        return False
+    return done.returncode != 0 and _backend_failed((done.stderr or done.stdout).lower())
 
 
 def _backend_offline(output: str) -> str:

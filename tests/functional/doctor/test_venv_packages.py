@@ -148,6 +148,46 @@ def test_an_sdist_whose_wheel_does_not_build_fails_doctor(cli: Cli, tmp_path: Pa
     assert (tmp_path / "started").exists()  # (its wheel was built, as the run builds it)
 
 
+def _path_project(folder: Path, backend: str) -> None:
+    """A project at `folder` built by its own in-tree backend (nothing fetched to build it)."""
+    folder.mkdir()
+    (folder / "backend.py").write_text(backend)
+    (folder / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+
+
+def test_a_path_entry_whose_metadata_build_fails_fails_doctor(cli: Cli, tmp_path: Path) -> None:
+    """A path entry whose build raises as it is imported (a setup.py that needs a variable
+    not set) fails uv's resolve itself, whose words name no distribution (`The build
+    backend returned an error` alone): doctor said `could not check`, exit 0, and the run's
+    build failed, every cell an infra error. It fails, naming the entry (of two paths, the
+    one that raises) and quoting the build's own last words, its todo that build's."""
+    _path_project(tmp_path / "good", _HALF_BUILT.replace("halfbuilt", "good"))
+    _path_project(tmp_path / "mypkg", 'raise RuntimeError("FOO_HOME is not set")\n')
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    for packages in ("'./mypkg'", "'./good', './mypkg'"):
+        (tmp_path / "s.yaml").write_text(
+            f"reprospec: 1\nname: s\nenvironment: {{packages: [{packages}]}}\n"
+            "command: 'true'\nexpect: {outcome: pass}\n"
+        )
+        argv = ("doctor", "s.yaml", "--runner", "venv", "--format", "json")
+        done = cli(*argv, env=env, cwd=tmp_path)
+        assert done.code == 1, done.stdout + done.stderr
+        check = _checks(done.stdout)["venv-packages"]
+        assert check["status"] == "fail", check
+        listed = "" if packages == "'./mypkg'" else "./good, ./mypkg: "
+        assert check["why"].startswith(
+            f"{listed}could not build ./mypkg (its build from that path failed: "
+        ), check
+        assert "RuntimeError: FOO_HOME is not set)" in check["why"], check
+        assert check["why"].endswith(
+            ": on the venv runner, every cell is an infra error (its venv cannot be built), not run"
+        ), check
+        assert check["todo"].startswith("fix the build of ./mypkg "), check
+
+
 def test_a_silent_index_costs_one_wait_told_once(cli: Cli, tmp_path: Path) -> None:
     """An index that accepts the connection and never answers: uv waited its own timeout
     and retries past the resolve's 120 s, read as a long list's backtracking, and the next
