@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from reprospec.core.lazyre import Lazy
 from reprospec.core.pythonargs import is_interpreter_file
 from reprospec.core.results import group_agrees
-from reprospec.core.shellline import SHELLS
+from reprospec.core.shellline import DUPLICATE, SHELLS, skeleton
 from reprospec.core.words import STUCK_MARK, STUCK_UNREAD, stack_header
 
 if TYPE_CHECKING:
@@ -219,14 +219,30 @@ def _runs_the_command(shell: ProcessStacks, by_pid: Mapping[int, ProcessStacks])
     is run so, and its direct child is then the program itself, no process it ran, whatever
     the `-c` text says of it: `./nap 'x y'`, `FOO=1 ./nap` or `./nap > /dev/null` is run as
     argv `./nap x y` or `./nap`, and comparing the two texts called the spec's own program
-    `a process it ran (nap x y)`."""
+    `a process it ran (nap x y)`. Only where that text is one simple command (`_one_command`):
+    `./nap; echo done` forks ./nap as one process of several, and read `hang in
+    clock_nanosleep@libc<-main@nap` as if ./nap were the whole command."""
     words = shell.command.split(maxsplit=2)
     return (
         shell.ppid not in by_pid
         and len(words) == 3
         and words[0].rsplit("/", 1)[-1] in SHELLS
         and words[1] == "-c"
+        and _one_command(words[2])
     )
+
+
+# What makes a `-c` line more than one simple command, once its quoted words and descriptor
+# redirections (`2>&1`) are taken out: a list, a pipeline, a background job, a group, a line.
+_COMPOUND = Lazy(r"[;&|(){}\n]")
+
+
+def _one_command(line: str) -> bool:
+    """Whether a `sh -c` line is one simple command (`./nap 'x y'`, `FOO=1 ./nap`, `./nap >
+    /dev/null`), whose program is the whole command; not a list or pipeline (`./nap; echo
+    done`, `cd sub && ./nap`) nor one with a command substitution (`skeleton`'s None)."""
+    unquoted = skeleton(line.strip())
+    return unquoted is not None and not _COMPOUND.search(DUPLICATE.sub(" ", unquoted))
 
 
 def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:

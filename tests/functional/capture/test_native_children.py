@@ -4,6 +4,7 @@ one asleep and one deadlocked). Built with cc as test_native_program's programs 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,24 @@ def test_a_reader_of_several_children_is_placed_in_the_deadlocked_one(
     built(tmp_path / "multi", "dl", _DL)
     _, place = ran_hang(cli, tmp_path, "multi", _MULTI)
     assert place.endswith("<-stuck@dl"), place
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_compound_command_s_hang_names_the_process_it_ran(cli: Cli, tmp_path: Path) -> None:
+    # `./nap; echo done` read `hang in clock_nanosleep@libc<-main@nap`, as if ./nap were the
+    # whole command: the runner's `sh -c` child was taken for the command whatever its text.
+    work = tmp_path / "nap"
+    built(work, "nap", _NAP)
+    (work / "spec.yaml").write_text(
+        'reprospec: 1\nname: nap\ncommand: "./nap; echo done"\nrun: {timeout: 2s}\n'
+        "expect: {outcome: hang}\n"
+    )
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    (said,) = [s for s in run.stderr.splitlines() if "default #1:" in s]
+    assert said.startswith(
+        "[1/1] default #1: hang in a process it ran (nap), in clock_nanosleep@libc<-main@nap ("
+    ), said
+    (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
+    assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]
