@@ -1260,6 +1260,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             # below a child the main process waits for, that child first, as the title.
             below = _child_ran(outcome) if outcome.where in ("worker", "child") else ""
             comments["outcome"] = f"hung {below}{_ran_by(observed.process)}, in {observed.frame}"
+        elif _child_placed(outcome):
+            comments["outcome"] = f"hung {_child_ran(outcome)}in {observed.frame}"
         placed = True
     # The other failures seen are said on `outcome`, after the hang's place, but not beside
     # a hang's cause (the import, the dead child): that line says it alone, and the
@@ -1307,6 +1309,20 @@ def _child_ran(outcome: Outcome) -> str:
     line cuts it (a title is one line)."""
     named = f" ({shorten_command(_short(outcome.cmdline), 60)})" if outcome.cmdline else ""
     return f"{crashed_in(outcome.where, xdist=_xdist(outcome))}{named}, "
+
+
+def _child_placed(outcome: Outcome) -> bool:
+    """Whether a hang is placed in the native stack of the child its Python program only
+    waits for (`subprocess.run(["./nap"])`: `hung_native`, no Python frame of its own) and
+    that child's command is known: the title and comment name it (`run.py: hang in a child
+    process (nap), in ...@nap`), as the run's line does (`(child pid N: ./nap) in ...`) and
+    as a place one level further down names both; it read `in a child process in ...`."""
+    return (
+        outcome.kind == "hang"
+        and outcome.where == "child"
+        and outcome.hung_in is None
+        and bool(outcome.hung_native and outcome.cmdline)
+    )
 
 
 def _short(cmdline: str) -> str:
@@ -1569,6 +1585,8 @@ def _title(
     where = (
         f" {_child_ran(outcome)}{_ran_by(observed.process)},"
         if outcome.kind == "hang" and outcome.where in ("worker", "child") and observed.process
+        else f" {_child_ran(outcome).removesuffix(', ')},"
+        if _child_placed(outcome) and observed.frame
         else f" {crashed_in(outcome.where, xdist=_xdist(outcome))}"
         if outcome.where in ("worker", "child")
         else f" {_ran_by(observed.process)},"
