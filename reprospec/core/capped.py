@@ -6,6 +6,12 @@ a 512 MB events line, a gdb backtrace of a million frames, an interpreter whose
 only through here: the first and the last bytes of a file (`head_tail`), its
 lines with overlong ones skipped without being held (`lines`), a helper
 process's output kept head + tail while it runs (`run`).
+
+It is also the one rule by which a helper's process group is ended (`stop_group`): run in a
+session of its own (a site's sbatch or squeue is often a wrapper whose child holds the
+pipe; uv starts build backends), a helper is ended with everything it started, or a
+timeout, a stop or a Ctrl-C left those running, orphans (slurm/queue.py's squeue,
+slurm/submit.py's sbatch, venvs/build.py's uv).
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, Literal, NamedTuple
 
 from reprospec.core.safepoint import SLICE_S
 
@@ -141,12 +147,19 @@ class HeadTail:
 
 # A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class Completed(NamedTuple):
-    """A helper process's end: its status and its output, each capped head + tail."""
+    """A helper process's end: its status and its output, each capped head + tail.
+    `timed_out`: ended at its timeout; `stopped`: ended because its `stop` said so (its
+    group killed either way, `returncode` then the SIGKILL's)."""
 
     returncode: int | None
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+    stopped: bool = False
+
+
+# Why `_read_to_end` returned: the process ended, its timeout came, or its `stop` said so.
+_End = Literal["ended", "timeout", "stop"]
 
 
 def run(
@@ -158,12 +171,17 @@ def run(
     cwd: Path | str | None = None,
     merge_stderr: bool = False,
     tail: int | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Completed:
-    """Run `argv` to its end (or `timeout_s`), keeping at most `limit` + `tail` bytes per stream.
+    """Run `argv` to its end (or `timeout_s`; None: no limit), keeping at most `limit` +
+    `tail` bytes per stream.
 
     The process gets its own session, so the timeout kills its whole process group;
     what it printed before is kept. `tail` defaults to a quarter of `limit`.
-    `merge_stderr` sends stderr into stdout (gdb). Raises OSError when it cannot start.
+    `merge_stderr` sends stderr into stdout (gdb). `stop`, asked at every slice of the
+    wait (SLICE_S), ends it as the timeout would (`Completed.stopped`): a second Ctrl-C,
+    which a stop handler only records, cuts a wait that no signal reaches (the helper has
+    a session of its own). Raises OSError when it cannot start.
     """
     keep_tail = limit // 4 if tail is None else tail
     proc = subprocess.Popen(
@@ -178,29 +196,33 @@ def run(
     outputs = {"stdout": HeadTail(limit, keep_tail), "stderr": HeadTail(limit, keep_tail)}
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     try:
-        timed_out = _read_to_end(proc, outputs, deadline)
+        end = _read_to_end(proc, outputs, deadline, stop)
     except BaseException:
         # A Ctrl-C raised mid-read: the process has a session of its own, so the user's
         # Ctrl-C never reached it, and it would run on, an orphan (gdb on a large core).
         _kill_and_close(proc)
         raise
-    _kill_and_close(proc, group=timed_out)
+    _kill_and_close(proc, group=end != "ended")
     return Completed(
         proc.returncode,
         outputs["stdout"].value(),
         outputs["stderr"].value(),
-        timed_out=timed_out,
+        timed_out=end == "timeout",
+        stopped=end == "stop",
     )
 
 
 def _read_to_end(
-    proc: subprocess.Popen[bytes], outputs: Mapping[str, HeadTail], deadline: float | None
-) -> bool:
-    """Read `proc`'s pipes until both close and it exits; whether `deadline` came first.
+    proc: subprocess.Popen[bytes],
+    outputs: Mapping[str, HeadTail],
+    deadline: float | None,
+    stop: Callable[[], bool] | None,
+) -> _End:
+    """Read `proc`'s pipes until both close and it exits, or `deadline` or `stop` comes first.
 
     Every wait is a slice of at most SLICE_S: a signal the kernel hands another thread of
     the engine wakes no wait of the main thread, whose handler would otherwise run only
-    when the helper next wrote or ended (core/safepoint.py)."""
+    when the helper next wrote or ended (core/safepoint.py); and `stop` is asked as often."""
     with selectors.DefaultSelector() as selector:
         for name in ("stdout", "stderr"):
             pipe = getattr(proc, name)
@@ -209,7 +231,9 @@ def _read_to_end(
         while selector.get_map():
             left = _left(deadline)
             if left <= 0:
-                return True
+                return "timeout"
+            if stop is not None and stop():
+                return "stop"
             for key, _ in selector.select(left):
                 chunk = os.read(key.fd, _CHUNK)
                 if chunk:
@@ -218,12 +242,14 @@ def _read_to_end(
                     selector.unregister(key.fileobj)
     # Both pipes are closed; the process may still run (it closed them itself).
     while (left := _left(deadline)) > 0:
+        if stop is not None and stop():
+            return "ended" if proc.poll() is not None else "stop"
         try:
             proc.wait(left)
-            return False
+            return "ended"
         except subprocess.TimeoutExpired:
             continue
-    return proc.poll() is None
+    return "ended" if proc.poll() is not None else "timeout"
 
 
 def _left(deadline: float | None) -> float:
@@ -234,11 +260,10 @@ def _left(deadline: float | None) -> float:
 
 
 def _kill_and_close(proc: subprocess.Popen[bytes], *, group: bool = True) -> None:
-    """Close `proc`'s pipes and reap it, its whole process group SIGKILLed first where
+    """Reap `proc` and close its pipes, its whole process group SIGKILLed first where
     `group` (a timeout, a stop), and always where it still runs."""
     if group or proc.poll() is None:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc)
     for name in ("stdout", "stderr"):
         pipe = getattr(proc, name)
         if pipe is not None:
@@ -246,4 +271,44 @@ def _kill_and_close(proc: subprocess.Popen[bytes], *, group: bool = True) -> Non
     proc.wait()
 
 
-__all__ = ["Completed", "head_tail", "join_head_tail", "lines", "omission", "run", "size"]
+def stop_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str], grace_s: float = 0) -> None:
+    """End `proc`, the leader of a process group of its own (`start_new_session`), and all
+    it started, and reap it: SIGTERM to the group first where `grace_s` (uv obeys it at
+    once and cleans up), waited for that long, then SIGKILL to the group, its last members
+    too (a build backend, the real squeue under a wrapper). `proc` is reaped only after
+    that SIGKILL: its pid, the group's id, cannot have been given to another process
+    meanwhile. Its pipes are not read: a member of the group that outlived it (one that
+    left the group) would make an EOF wait its own.
+
+    The SIGKILL is sent however the wait ends: a second Ctrl-C during it (where no stop
+    handler holds it back) skipped it, and uv's build backend built on, an orphan."""
+    try:
+        if grace_s > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline:
+                try:
+                    # WNOWAIT: seen ended, left a zombie (its pid kept) until proc.wait below.
+                    ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                except ChildProcessError:
+                    break  # reaped already
+                if ended is not None:
+                    break
+                time.sleep(0.02)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+__all__ = [
+    "Completed",
+    "head_tail",
+    "join_head_tail",
+    "lines",
+    "omission",
+    "run",
+    "size",
+    "stop_group",
+]

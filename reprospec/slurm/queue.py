@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from time import monotonic
 
+from reprospec.core import capped
 from reprospec.core.frozen import frozen
+
+# What a squeue or sacct answer may hold: a user's whole queue, one line a job (or task).
+# Past it the rest is left out (capped's omission line, which no parser reads as a job):
+# a runaway client cannot fill the login node's memory.
+_SAID_BYTES = 64 << 20
 
 # squeue/sacct states: still going, or ended (with what that end means for us).
 ACTIVE_STATES = frozenset(
@@ -193,41 +195,33 @@ def _asked(
     answer within `timeout_s` (or before `stop` said so), or refused (sacct where the
     cluster keeps no accounting). A reason or a job's field may be in any bytes (a site's
     plugin, a locale): replaced. Times in Slurm's standard format (YYYY-MM-DDTHH:MM:SS),
-    whatever the user's SLURM_TIME_FORMAT."""
+    whatever the user's SLURM_TIME_FORMAT.
+
+    Run by capped.run, in a session of its own: a site's squeue is often a wrapper script
+    whose child (the real squeue) holds the pipe; killing the wrapper alone left it there,
+    and reading to EOF then waited for that child (a 2 s limit took 20 s, a second Ctrl-C
+    was not heard). Its whole group is ended instead."""
+    said = _said(argv, timeout_s=timeout_s, stop=stop)
+    return None if isinstance(said, str) else said.stdout.decode(errors="replace")
+
+
+def _said(
+    argv: list[str], *, timeout_s: float, stop: Callable[[], bool] | None
+) -> capped.Completed | str:
+    """`_asked`'s run of a Slurm client: its end where it answered (exit 0), else why not."""
     if shutil.which(argv[0]) is None:
-        return None
+        return f"{argv[0]} not found"
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
-    deadline = monotonic() + max(timeout_s, 1)
+    timeout_s = max(timeout_s, 1)
     try:
-        # In a session of its own: a site's squeue is often a wrapper script whose child
-        # (the real squeue) holds the pipe; killing the wrapper alone left it there, and
-        # reading to EOF then waited for that child (a 2 s limit took 20 s, a second
-        # Ctrl-C was not heard). Its whole group is ended instead.
-        proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            env=env,
-            start_new_session=True,
-        )
-    except OSError:
-        return None
-    with proc:
-        while True:
-            try:
-                # A short wait at a time where a stop may end it; else the whole timeout.
-                step = deadline - monotonic()
-                out, _ = proc.communicate(timeout=min(step, 0.2) if stop else step)
-                break
-            except subprocess.TimeoutExpired:
-                if monotonic() >= deadline or (stop is not None and stop()):
-                    # Not read to EOF: a child of its group holding the pipe would make
-                    # that wait its own. The group ended, only the process is reaped.
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    return None
-    return out if proc.returncode == 0 else None
+        done = capped.run(argv, limit=_SAID_BYTES, tail=0, timeout_s=timeout_s, env=env, stop=stop)
+    except OSError as exc:
+        return f"{argv[0]} could not be started: {exc.strerror or exc}"
+    if done.timed_out:
+        return f"{argv[0]} did not answer within {timeout_s:.0f} s"
+    if done.stopped:
+        return f"{argv[0]} was stopped"
+    if done.returncode != 0:
+        words = done.stderr.decode(errors="replace").strip().splitlines()
+        return words[-1].strip() if words else f"{argv[0]} exit {done.returncode}"
+    return done

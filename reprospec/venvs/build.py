@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from reprospec.core import safepoint
+from reprospec.core import capped, safepoint
 from reprospec.core.frozen import frozen
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
@@ -353,8 +352,9 @@ def run_uv(
     where it ran past `timeout`.
 
     uv runs in a session of its own, with the build backends it starts, and a timeout or
-    any exception while it runs (a Ctrl-C) stops the whole group (`_stop`): subprocess.run's
-    timeout killed uv alone, and the backend of an sdist it was building (doctor's resolve
+    any exception while it runs (a Ctrl-C) stops the whole group (`capped.stop_group`:
+    SIGTERM, `_UV_STOP_S` for uv to obey it, then SIGKILL): subprocess.run's timeout killed
+    uv alone, and the backend of an sdist it was building (doctor's resolve
     stopped at 120 s) built on for minutes, an orphan. Nothing sent to the caller's group (a
     terminal's Ctrl-C, `timeout`'s or a CI cancel's SIGTERM, a closed terminal's SIGHUP)
     reaches uv any more: the KeyboardInterrupt raised here stops it, which Python raises for
@@ -377,10 +377,10 @@ def run_uv(
         try:
             stdout, stderr = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            _stop(proc)
+            capped.stop_group(proc, grace_s=_UV_STOP_S)
             raise UvTimeout(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
         except BaseException:
-            _stop(proc)
+            capped.stop_group(proc, grace_s=_UV_STOP_S)
             raise
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
@@ -868,8 +868,8 @@ def _install(
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         pass_fds=(lock_fd,),
-        # A group of its own, uv and the build backends it starts, which `_stop` ends as
-        # one: a backend that outlived its uv kept the build lock it inherited.
+        # A group of its own, uv and the build backends it starts, which `capped.stop_group`
+        # ends as one: a backend that outlived its uv kept the build lock it inherited.
         start_new_session=True,
     ) as proc:
         assert proc.stdout is not None
@@ -886,40 +886,13 @@ def _install(
             # A Ctrl-C (or SIGTERM) the engine alone received (`kill -INT`, a CI's cancel):
             # Popen's exit waits 0.25 s for uv and leaves it running, and uv went on to
             # install into the venv after `_build` had removed it (116 MB left).
-            _stop(proc)
+            capped.stop_group(proc, grace_s=_UV_STOP_S)
             raise
     if code != 0:
         output = "\n".join(lines)
         raise EnvBuildError(
             f"cannot install {' '.join(request.packages)}: {uv_error(output)}", log=output + "\n"
         )
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """End `proc` (uv, the leader of a process group of its own) and what it started, and
-    wait for it: SIGTERM, which uv obeys at once, then SIGKILL to the group, its last
-    members too (a build backend still running). uv is reaped only after that SIGKILL: its
-    pid, the group's id, cannot have been given to another process meanwhile.
-
-    The SIGKILL is sent however the wait ends: a second Ctrl-C during it (where no stop
-    handler holds it back) skipped it, and the backend built on, an orphan."""
-    try:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + _UV_STOP_S
-        while time.monotonic() < deadline:
-            try:
-                # WNOWAIT: seen ended, left a zombie (its pid kept) until proc.wait below.
-                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                break  # reaped already
-            if ended is not None:
-                break
-            time.sleep(0.02)
-    finally:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _freeze(python: Path) -> dict[str, str]:

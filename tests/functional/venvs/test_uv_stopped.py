@@ -198,7 +198,7 @@ def _stopped_twice(
     uv: Path, code: str, *args: str, env: dict[str, str], signum: int = signal.SIGINT
 ) -> CliResult:
     """`python -c CODE UV ARGS`, sent `signum` once the fake `uv` started and again once the
-    first was heard (_stop sent uv its SIGTERM and is waiting for it)."""
+    first was heard (capped.stop_group sent uv its SIGTERM and is waiting for it)."""
     return interrupt_when(
         [sys.executable, "-c", code, str(uv), *args],
         (uv.parent / "started").exists,
@@ -209,17 +209,17 @@ def _stopped_twice(
 
 
 def _raised_in_stops_wait(stderr: str) -> bool:
-    """Whether the last exception Python printed was raised in `build._stop`'s own code
-    before its SIGKILL (its wait for uv), not later: its traceback's innermost frame is
-    `_stop` (a frame within `proc.wait()`, after the SIGKILL, would be subprocess's), at a
-    line other than the SIGKILL's."""
+    """Whether the last exception Python printed was raised in `capped.stop_group`'s own
+    code before its SIGKILL (its wait for uv), not later: its traceback's innermost frame
+    is `stop_group` (a frame within `proc.wait()`, after the SIGKILL, would be
+    subprocess's), at a line other than the SIGKILL's."""
     last = stderr.rpartition("Traceback (most recent call last):")[2].splitlines()
     frames = [i for i, line in enumerate(last) if line.startswith('  File "')]
     if not frames:
         return False
     innermost = last[frames[-1]]
     at = last[frames[-1] + 1] if frames[-1] + 1 < len(last) else ""
-    in_stop = innermost.endswith(", in _stop") and "/venvs/build.py" in innermost
+    in_stop = innermost.endswith(", in stop_group") and "/core/capped.py" in innermost
     return in_stop and "SIGKILL" not in at
 
 
@@ -246,21 +246,22 @@ def test_run_uv_past_its_timeout_says_so_and_ends_its_group(
 def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
     tmp_path: Path, leftovers: list[bytes]
 ) -> None:
-    # A second Ctrl-C during _stop's wait for uv (no stop handler holds it back: the Python
+    # A second Ctrl-C during stop_group's wait for uv (no stop handler holds it back: the Python
     # API) skipped the group's SIGKILL: a uv that had not yet ended, and its backend, ran on.
     uv, marker = _marked_fake_uv(tmp_path, leftovers)
     code = (
         "import sys\n"
         "from reprospec.venvs import build\n"
         "build.uv_binary = lambda: sys.argv[1]\n"
-        # _stop waits 2 s for uv: a second signal later than that (a loaded machine) came
-        # after the group's SIGKILL, and the test passed without the case it is about.
+        # stop_group waits 2 s (build._UV_STOP_S) for uv: a second signal later than that
+        # (a loaded machine) came after the group's SIGKILL, and the test passed without
+        # the case it is about.
         "build._UV_STOP_S = 60.0\n"
         "build.run_uv(['pip', 'compile', '-'], timeout=600)\n"
     )
     done = _stopped_twice(uv, code, env={MARK: marker})
     assert "KeyboardInterrupt" in done.stderr, done.stderr
-    # It came while _stop waited for uv (still alive: it ignores SIGTERM), before the
+    # It came while stop_group waited for uv (still alive: it ignores SIGTERM), before the
     # SIGKILL: else this test proves nothing, and says so rather than pass.
     assert _raised_in_stops_wait(done.stderr), done.stderr
     # Every member of its group carries the marker (uv, the child it started): none is left.
@@ -270,7 +271,7 @@ def test_a_second_ctrl_c_while_uv_is_stopped_still_kills_its_group(
 def test_a_second_signal_to_doctor_while_uv_is_stopped_says_only_that_it_stops(
     tmp_path: Path, leftovers: list[bytes]
 ) -> None:
-    # doctor writes nothing when stopped: a second SIGTERM during _stop's wait for uv was
+    # doctor writes nothing when stopped: a second SIGTERM during stop_group's wait for uv was
     # told "stopping: writing what finished first", the engine verbs' words.
     uv, marker = _marked_fake_uv(tmp_path, leftovers)
     code = (
