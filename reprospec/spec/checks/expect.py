@@ -482,10 +482,9 @@ def _is_cxx_type(name: str) -> bool:
     after a qualified name, a template's `>`, a C++ type word or another of them, so that a
     mistyped Python name (`Cuda*`, `ValueError&`, `a & b`), which no crash names, is refused
     as it was. A type of the global namespace thrown by pointer (`Fault*`) is refused too:
-    no spelling tells it from `Cuda*`."""
-    if not _CXX_TYPE.fullmatch(name) or name != name.strip():
-        return False
-    if any(name.count(left) != name.count(right) for left, right in ("<>", "()", "[]")):
+    no spelling tells it from `Cuda*`; and so, by the same rule, is one of its templates
+    (`Value<Error>`, which was valid and never met a Python exception)."""
+    if not _CXX_TYPE.fullmatch(name) or name != name.strip() or not _cxx_shaped(name):
         return False
     for mark in re.finditer(r"[*&]", name):
         before = name[: mark.start()].rstrip()
@@ -500,6 +499,59 @@ def _is_cxx_type(name: str) -> bool:
     return any(mark in name for mark in ("::", "<", "*", "&")) or all(
         _CXX_WORD.fullmatch(word) for word in words
     )
+
+
+# One piece of a C++ type's spelling, as `_cxx_shaped` reads it.
+_CXX_TOKEN = Lazy(r"\s*(::|[<>,*&()\[\]]|\w+)")
+# What may follow a template's closing `>`: a member (`::`), a pointer or reference, the
+# enclosing template's next argument or end, a qualifier; never a name (`Value<>Error`).
+_AFTER_TEMPLATE = frozenset(("::", "*", "&", ">", ",", ")", "]", "[", "const", "volatile"))
+_CLOSES = {">": "<", ")": "(", "]": "["}
+
+
+def _cxx_shaped(name: str) -> bool:
+    """Whether `name` (of `_CXX_TYPE`'s characters) is put together as a demangled type is:
+    its brackets nested, not just as many of each (`a>b<c`), a `<` right after a template's
+    name (`x<<y>>` is none), a `::` between two names (`std::`, `std::::x` are none), a `,`
+    only inside brackets (`std::a, std::b` is two types, which no exception is), and a
+    template's `>` followed by no name (`Value<>Error`); and where it is a template at its
+    top level, a qualified one (`std::map<int, int>`, `boost::wrapexcept<...>`): a template
+    of the global namespace is refused as `Fault*` is, its `::`-less spelling one of no
+    namespace a crash's types come from that a Python name's slip could not make."""
+    tokens: list[tuple[str, int]] = []
+    at = 0
+    while at < len(name):
+        found = _CXX_TOKEN.match(name, at)
+        if found is None:
+            return False
+        tokens.append((found[1], found.start(1)))
+        at = found.end()
+    stack: list[str] = []
+    top_template = top_qualified = False
+    for index, (token, start) in enumerate(tokens):
+        before = tokens[index - 1][0] if index else ""
+        after = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+        if token == "::":
+            if not (before[-1:].isalnum() or before[-1:] == "_" or before in (">", ")")):
+                return False
+            if not (after[:1].isalnum() or after[:1] == "_" or after == "("):
+                return False
+            top_qualified = top_qualified or not stack
+        elif token == "<":
+            if not (start and (name[start - 1].isalnum() or name[start - 1] == "_")):
+                return False
+            top_template = top_template or not stack
+            stack.append(token)
+        elif token in ("(", "["):
+            stack.append(token)
+        elif token in _CLOSES:
+            if not stack or stack.pop() != _CLOSES[token] or before in (",", "::"):
+                return False
+            if token == ">" and after and after not in _AFTER_TEMPLATE:
+                return False
+        elif token == "," and (not stack or before in (",", "<", "(", "::")):
+            return False
+    return not stack and (top_qualified or not top_template)
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for
