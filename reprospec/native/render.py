@@ -262,10 +262,13 @@ def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:
     parents = {p.pid: p.ppid for p in stacks.processes if p.ppid is not None}
     first = _topmost_reader(placed[0], placed, parents)
     if first.reads:
+        by_pid = {p.pid: p for p in stacks.processes}
         below = [
             (child.rank, index, child)
             for index, child in enumerate(placed)
-            if not child.reads and _descends(child.process.pid, first.process.pid, parents)
+            if not child.reads
+            and _descends(child.process.pid, first.process.pid, parents)
+            and _feeds(child.process, first.process, by_pid)
         ]
         if below:
             best = min(below, key=lambda found: found[:2])[2]
@@ -343,6 +346,28 @@ def _reads(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> b
         if not (idles(functions) or (thread is main and waits_for_an_end(functions))):
             return False
     return True
+
+
+def _feeds(
+    child: ProcessStacks, reader: ProcessStacks, by_pid: Mapping[int, ProcessStacks]
+) -> bool:
+    """Whether `reader` may wait on `child`'s output: a pipe or socket it can read is the
+    stdout or stderr of `child` or of a process between them (a shell's, which `child`
+    shares), by the pipes the runner read (`Pipes`). A parent whose every thread waits on
+    a descriptor of its own (a pipe nobody writes, a socket's peer) beside a child that
+    only sleeps was placed in the child's sleep, both idle: its wait is the hang. True where
+    the pipes of either are not known (a core's, the docker runner's), as before."""
+    if reader.pipes is None:
+        return True
+    reads = set(reader.pipes.reads)
+    seen = {reader.pid}
+    at: ProcessStacks | None = child
+    while at is not None and at.pid not in seen:
+        if at.pipes is None or reads.intersection(at.pipes.writes):
+            return True
+        seen.add(at.pid)
+        at = by_pid.get(at.ppid) if at.ppid is not None else None
+    return False
 
 
 def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:

@@ -66,6 +66,18 @@ class Thread:
 
 
 @frozen
+class Pipes:
+    """The pipes and sockets a live process held while its hang's tree was held, by their
+    inodes (`pipe:[N]`, `socket:[N]` in /proc/PID/fd): `reads`, those it can read, but its
+    own stdout and stderr; `writes`, its stdout's and stderr's. A reader of a child's
+    output holds the read end of a pipe that is the child's stdout (render's
+    `hung_frame`: a wait on any other descriptor is the reader's own hang)."""
+
+    reads: tuple[int, ...]
+    writes: tuple[int, ...]
+
+
+@frozen
 class ProcessStacks:
     """The native stacks of one process, from its core (crash) or a live attach (hang)."""
 
@@ -85,6 +97,10 @@ class ProcessStacks:
     # hang's place is a hung descendant's, not its parent's `read` of the child's output
     # (render's `hung_frame`); None where not known (a core, stacks written before it).
     ppid: int | None = None
+    # attach: its pipes and sockets (`with_parents`), by which a reader is told from a process
+    # that waits on a descriptor of its own; None where not known (a core, the docker
+    # runner's, stacks written before they were kept).
+    pipes: Pipes | None = None
 
     @property
     def crashing_thread(self) -> Thread | None:
@@ -223,11 +239,16 @@ def waits_on_output(functions: Sequence[str]) -> bool:
     return kind == "poll" and name in _OUTPUT_WAITS
 
 
-def with_parents(stacks: NativeStacks, parents: Mapping[int, int]) -> NativeStacks:
+def with_parents(
+    stacks: NativeStacks, parents: Mapping[int, int], pipes: Mapping[int, Pipes] | None = None
+) -> NativeStacks:
     """`stacks` with each live process's parent pid from `parents` (pid -> ppid, the
-    runner's listing of the held tree): the readers take pids and commands alone."""
+    runner's listing of the held tree) and its pipes from `pipes` (where the runner read
+    them): the readers take pids and commands alone."""
+    held = pipes or {}
     processes = tuple(
-        replace(p, ppid=parents.get(p.pid)) if p.source == "attach" else p for p in stacks.processes
+        replace(p, ppid=parents.get(p.pid), pipes=held.get(p.pid)) if p.source == "attach" else p
+        for p in stacks.processes
     )
     return replace(stacks, processes=processes)
 
@@ -308,6 +329,9 @@ def _process_json(process: ProcessStacks) -> JsonObject:
         "core": process.core,
         "root": process.root,
         "ppid": process.ppid,
+        "pipes": None
+        if process.pipes is None
+        else {"reads": list(process.pipes.reads), "writes": list(process.pipes.writes)},
     }
 
 
@@ -355,4 +379,16 @@ def _process(data: JsonValue) -> ProcessStacks:
         core=as_text(fields.get("core")),
         root=fields.get("root") is True,
         ppid=checked_integer(fields.get("ppid")),
+        pipes=_pipes(fields.get("pipes")),
+    )
+
+
+def _pipes(data: JsonValue) -> Pipes | None:
+    """`_process_json`'s `pipes`; None where absent (stacks written before they were kept)."""
+    if data is None:
+        return None
+    fields = checked_object(data)
+    return Pipes(
+        reads=tuple(checked_integer(i) or 0 for i in checked_array(fields.get("reads"))),
+        writes=tuple(checked_integer(i) or 0 for i in checked_array(fields.get("writes"))),
     )

@@ -458,9 +458,13 @@ def run_process(
                 # was leaving at the deadline (exiting after its `done`) stays to be read
                 # instead of vanishing under the reader, and every stack is of one instant.
                 tree.stop_processes(alive, proc.pid)
+                # Imported at a hang alone, as the stacks' classes are.
+                from reprospec.process.pipes import held_pipes
+
                 hang_native = native_stacks.with_parents(
                     native.hang(alive, timed_out_at=deadline),
                     {pid: procs[pid].ppid for pid in alive},
+                    held_pipes(alive),
                 )
                 # Continued once asked: the thread that takes the pending SIGURG dumps
                 # before it runs anything else, so one that was leaving still answers.

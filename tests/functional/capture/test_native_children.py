@@ -63,6 +63,27 @@ int main(void) {
 }
 """
 
+# A parent that forks ./nap (its output the runner's, as the parent's is), then waits on a
+# descriptor of its own nobody writes: a pipe it holds both ends of (`read`), or one end of
+# a socket pair (`poll`). Neither is ./nap's output.
+_LONELY = """\
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+    int fds[2];
+    char buf[1];
+    if (fork() == 0) { execl("./nap", "./nap", (char *)0); _exit(127); }
+    if (SOCKET) {
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return 1;
+        struct pollfd wait = {fds[0], POLLIN, 0};
+        return poll(&wait, 1, -1);
+    }
+    if (pipe(fds) != 0) return 1;
+    return (int)read(fds[0], buf, 1);
+}
+"""
+
 
 @needs_cc
 @pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
@@ -108,3 +129,23 @@ def test_a_compound_command_s_hang_names_the_process_it_ran(cli: Cli, tmp_path: 
     ), said
     (attempt,) = json.loads((run.latest_run() / "results.json").read_text())["cells"][0]["attempts"]
     assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize(("socket", "wait"), [(0, "read"), (1, "poll")], ids=["pipe", "socket"])
+def test_a_parent_waiting_on_a_descriptor_that_is_not_its_child_s_output_is_the_place(
+    cli: Cli, tmp_path: Path, socket: int, wait: str
+) -> None:
+    # Both idle, the hang was placed in ./nap's sleep (`hang in a process it ran (nap)`):
+    # any wait on a descriptor was taken for a read of a child's output. Only a descriptor
+    # that is the child's stdout or stderr passes the place to it (test_native_program's
+    # ./pp, whose ./nap writes the pipe it reads, still does).
+    built(tmp_path / "lonely", "nap", _NAP)
+    result, place = ran_hang(cli, tmp_path, "lonely", _LONELY, f"-DSOCKET={socket}")
+    assert place.startswith(f"{wait}@libc"), place
+    assert place.endswith("<-main@lonely"), place
+    (attempt,) = json.loads((result.latest_run() / "results.json").read_text())["cells"][0][
+        "attempts"
+    ]
+    assert "hung_process" not in attempt["outcome"], attempt["outcome"]

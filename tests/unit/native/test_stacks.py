@@ -11,6 +11,7 @@ import pytest
 from reprospec import native
 from reprospec.native import CorePattern, Frame, NativeStacks, ProcessStacks, Thread
 from reprospec.native.corewatch import WATCH, CoreWatch
+from reprospec.native.stacks import Pipes
 from tests.support.native import held_fds, until
 
 
@@ -121,8 +122,15 @@ def test_signature_frame_of_an_abort_without_a_handler() -> None:
 
 def test_written_stacks_read_back_equal(tmp_path: Path) -> None:
     stacks = _stacks(Frame(0, "__strlen_evex", "libc.so.6", 0x7F00, "strlen.S", 79))
-    # A live process's parent too (a hang's leaf-first place reads it back).
-    live = ProcessStacks(11, "attach", "./nap", threads=stacks.processes[0].threads, ppid=10)
+    # A live process's parent and pipes too (a hang's leaf-first place reads them back).
+    live = ProcessStacks(
+        11,
+        "attach",
+        "./nap",
+        threads=stacks.processes[0].threads,
+        ppid=10,
+        pipes=Pipes(reads=(7,), writes=(8, 9)),
+    )
     stacks = NativeStacks((*stacks.processes, live), None, ("a note",))
     path = native.write(stacks, tmp_path)
     assert path == tmp_path / "native-stacks.txt"
