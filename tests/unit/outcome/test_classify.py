@@ -1650,6 +1650,59 @@ def test_a_workers_traceback_quoted_by_its_pool_ends_at_the_closing_quotes() -> 
     )
 
 
+class _CountedMatches:
+    """A pattern that counts the lines it is asked to match."""
+
+    def __init__(self, pattern: object) -> None:
+        self.pattern = pattern
+        self.asked = 0
+
+    def match(self, line: str) -> object:
+        self.asked += 1
+        return self.pattern.match(line)  # type: ignore[attr-defined]
+
+
+def test_a_logs_lines_are_read_for_a_pools_quote_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a traceback is one a pool quoted was asked by a walk back from each header
+    to the nearest `\"\"\"` line, up to 1000 lines: 1000 matches a header, and 20,000 chained
+    tracebacks took 15 s (benchmarks/chained_tracebacks.py measures it). The quotes are
+    looked for once per log; a pool's quote past the chains is still read as one, and one
+    more than 1000 lines above a header is still too far to be its."""
+    from reprospec.outcome import tracebacks
+
+    counted = _CountedMatches(tracebacks._QUOTES)
+    monkeypatch.setattr(tracebacks, "_QUOTES", counted)
+    chained = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/job.py", line 3, in load\n'
+        "KeyError: 'x'\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/job.py", line 7, in main\n'
+        "RuntimeError: top\n"
+    )
+    pool = (
+        "multiprocessing.pool.RemoteTraceback: \n"
+        '"""\n'
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 4, in f\n'
+        "ValueError: bad item 2\n"
+        '"""\n\n'
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/w/pool.py", line 8, in <module>\n'
+        "ValueError: bad item 2\n"
+    )
+    text = chained * 500 + pool
+    assert parse_chain(text) == (
+        PythonException("ValueError", "bad item 2", "cause"),
+        PythonException("ValueError", "bad item 2"),
+    )
+    assert counted.asked <= len(text.splitlines())
+    far = pool.replace('"""\nTraceback', '"""\n' + "progress\n" * 1000 + "Traceback", 1)
+    assert parse_chain(far)[0] == PythonException("ValueError", 'bad item 2\n"""', "cause")
+
+
 def test_a_quoted_block_in_a_message_is_the_messages_own() -> None:
     """Only a pool's quote of a worker's traceback ends at a `\"\"\"` line: a message that
     quotes a block was cut to its first line."""
