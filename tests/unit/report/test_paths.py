@@ -85,3 +85,27 @@ def test_more_ups_name_a_labelled_folder_only_where_it_shares_no_folder_with_the
     labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": ""}
     text = "../../../work/main/.venv/a ../../../../../work/main/.venv/b"
     assert PathNames(labels).shorten(text) == "<venv>/a <venv>/b"
+
+
+def test_a_path_right_after_a_terminal_colour_code_is_named_by_its_label() -> None:
+    """pytest's and a logger's coloured lines put a colour code right before a path
+    (`\\x1b[33m/work/main/.venv/x`), whose `m` read as a word's: the path, absolute or
+    relative, and an attempt's scratch folder were left as they were. The code is kept."""
+    labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": "", "/root": "<home>"}
+    text = (
+        "\x1b[33m/work/main/.venv/lib/x.py\x1b[0m:52 \x1b[1;31m../../../work/main/.venv/y.py\n"
+        "\x1b[m/root/notes \x1b[0m/tmp/h5/inc_a/t.py \x1b[32m/tmp/reprospec-tmp-7-ab/2/tmp/f\n"
+    )
+    masked = (
+        "\x1b[33m<venv>/lib/x.py\x1b[0m:52 \x1b[1;31m<venv>/y.py\n"
+        "\x1b[m<home>/notes \x1b[0mt.py \x1b[32m<TMPDIR>/f\n"
+    )
+    assert PathNames(labels).shorten(text) == masked
+    # As a bundle's results.json holds them: the code and the line break escaped.
+    escaped = text.replace("\x1b", "\\u001b").replace("\n", "\\n")
+    assert PathNames(labels).shorten(escaped) == masked.replace("\x1b", "\\u001b").replace(
+        "\n", "\\n"
+    )
+    # Still only a whole path, and the project's own `../` and a word's letters are kept.
+    kept = "\x1b[33mfoo/work/main/.venv/x \x1b[33m../data/x.csv \x1b[33m/work/main/.venvx"
+    assert PathNames(labels).shorten(kept) == kept
