@@ -169,12 +169,13 @@ def hung_frame(stacks: NativeStacks) -> str | None:
     read@libc<-main@pp` while its `./nap` slept. So a process whose threads only wait on
     a file descriptor as such a reader does (`_reads`; not a server's `accept`, beside an
     idle pre-forked worker: it waits for a client) gives way to a descendant of its own (by
-    the parents `with_parents` recorded) that names a place and is no such reader: leaf
-    first, and of several the one that hangs most surely (`hang_rank`: a child deadlocked
-    on its mutex, not its sibling asleep, which was taken as the first listed), as where a
-    pid that wrapped lists the child before its reader. Not a process that hangs by itself
-    beside an idle child (a parent on a mutex, or one thread reading while another
-    deadlocks): its own place, as before."""
+    the parents `with_parents` recorded) whose output it reads (`_feeds`) that names a
+    place and is no such reader: leaf first, and of several the one that hangs most surely
+    (`hang_rank`: a child deadlocked on its mutex, not its sibling asleep, which was taken
+    as the first listed), as where a pid that wrapped lists the child before its reader;
+    where none is, the reader's own place is ranked with those outside its tree (a sibling
+    on its mutex). Not a process that hangs by itself beside an idle child (a parent on a
+    mutex, or one thread reading while another deadlocks): its own place, as before."""
     found = _hung(stacks)
     return found[0] if found is not None else None
 
@@ -273,6 +274,18 @@ def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:
         if below:
             best = min(below, key=lambda found: found[:2])[2]
             return best.place, best.process
+        # Nothing below it that it reads: its wait is as idle as a launcher's, ranked with
+        # the hangs beside it (a sibling deadlocked on its mutex), first between equals; its
+        # own descendants not (a wait on none's output is its own hang). It was taken as the
+        # listing's first: `read@libc<-main@rd` while ./dl, listed after, deadlocked.
+        beside = [
+            (other.rank, other is not first, index, other)
+            for index, other in enumerate(placed)
+            if other is first
+            or not (other.reads or _descends(other.process.pid, first.process.pid, parents))
+        ]
+        best = min(beside, key=lambda found: found[:3])[3]
+        return best.place, best.process
     return first.place, first.process
 
 

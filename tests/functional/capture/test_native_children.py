@@ -84,6 +84,32 @@ int main(void) {
 }
 """
 
+# A program that waits on a pipe of its own nobody writes, and has no child.
+_READER = """\
+#include <unistd.h>
+int main(void) {
+    int fds[2];
+    char buf[1];
+    if (pipe(fds) != 0) return 1;
+    return (int)read(fds[0], buf, 1);
+}
+"""
+
+# A launcher of two children it only reaps: ./rd first (a lower pid, listed first), then ./dl.
+_TWO = """\
+#include <sys/wait.h>
+#include <unistd.h>
+static void spawn(const char *path) {
+    if (fork() == 0) { execl(path, path, (char *)0); _exit(127); }
+}
+int main(void) {
+    spawn("./rd");
+    spawn("./dl");
+    while (wait(0) > 0) {}
+    return 0;
+}
+"""
+
 
 @needs_cc
 @pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
@@ -149,3 +175,17 @@ def test_a_parent_waiting_on_a_descriptor_that_is_not_its_child_s_output_is_the_
         "attempts"
     ]
     assert "hung_process" not in attempt["outcome"], attempt["outcome"]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_reader_with_nothing_below_it_is_ranked_with_another_branch_s_hang(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # ./rd, listed first, waits on its own pipe; its sibling ./dl deadlocks on its mutex. The
+    # place was ./rd's `read@libc<-main@rd`: a reader with nothing below it was taken as the
+    # listing's first, never ranked against the other branches' hangs.
+    built(tmp_path / "two", "rd", _READER)
+    built(tmp_path / "two", "dl", _DL)
+    _, place = ran_hang(cli, tmp_path, "two", _TWO)
+    assert place.endswith("<-stuck@dl"), place
