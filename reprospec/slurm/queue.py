@@ -137,6 +137,96 @@ def jobs_of_scripts(
     ]
 
 
+@frozen
+class Accounted:
+    """What sacct says of the jobs an sbatch marked (`jobs_marked`): `jobs` where it
+    answered (empty: none), else None and `why` it could not say, in its own words where
+    it gave them ("Slurm accounting storage is disabled": a cluster without accounting)."""
+
+    jobs: tuple[ScriptJob, ...] | None
+    why: str = ""
+
+
+def jobs_marked(
+    marker: str,
+    script: str,
+    since: datetime,
+    *,
+    timeout_s: float = 30,
+    stop: Callable[[], bool] | None = None,
+) -> Accounted:
+    """The user's jobs submitted from `since` on that sacct says carry `marker`: as their
+    comment (sacct's Comment, kept where the cluster stores job comments,
+    AccountingStoreFlags=job_comment) or in the sbatch line that submitted them
+    (SubmitLine, where this sacct has it: `--comment=<marker>` is one of its words).
+
+    How submit.py finds the job of an sbatch that timed out which squeue no longer lists:
+    a short one that ended and left squeue's memory (MinJobAge) before the lookup asked.
+    The jobs are `script`'s (the marker was given to its sbatch alone)."""
+    fields = ["JobID", "State", "Submit", "Comment", "SubmitLine"]
+    said = _said(_sacct_argv(fields, since), timeout_s=timeout_s, stop=stop)
+    if isinstance(said, str) and "SubmitLine" in said:
+        # An sacct older than SubmitLine (Slurm 22.05) refuses the field: the comment alone.
+        fields = fields[:-1]
+        said = _said(_sacct_argv(fields, since), timeout_s=timeout_s, stop=stop)
+    if isinstance(said, str):
+        return Accounted(None, said)
+    jobs: dict[str, tuple[str, set[int], bool]] = {}
+    for line in said.stdout.decode(errors="replace").splitlines():
+        # SubmitLine is last: the one field that may hold `|` (a user's own option).
+        parts = line.split("|", len(fields) - 1)
+        if len(parts) < len(fields):
+            continue
+        job_id, state, submitted, comment = parts[:4]
+        line_words = parts[4].split() if len(parts) > 4 else []
+        if comment != marker and f"--comment={marker}" not in line_words:
+            continue
+        job, _, task = job_id.partition("_")
+        if not job.isdigit():
+            continue
+        _, tasks, active = jobs.setdefault(job, (submitted, set(), False))
+        tasks.update(_task_ids(task))
+        ended = state.split()[0] if state.strip() else ""
+        jobs[job] = (submitted, tasks, active or ended in ACTIVE_STATES)
+    return Accounted(
+        tuple(
+            ScriptJob(
+                job=job,
+                script=script,
+                submitted=_submit_time(submitted),
+                comment=marker,
+                tasks=frozenset(tasks),
+                active=active,
+            )
+            for job, (submitted, tasks, active) in sorted(jobs.items(), key=lambda i: int(i[0]))
+        )
+    )
+
+
+def _sacct_argv(fields: list[str], since: datetime) -> list[str]:
+    """sacct for the user's jobs (its default: their own) submitted from `since` on, one
+    line each (`--allocations`: no steps), `|`-separated with nothing after the last field."""
+    return [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--starttime={since.strftime('%Y-%m-%dT%H:%M:%S')}",
+        f"--format={','.join(fields)}",
+    ]
+
+
+def _task_ids(text: str) -> set[int]:
+    """An array task's id (`4`), or a pending array's (`[1-3,5%2]`); empty: a plain job."""
+    text = text.strip("[]").split("%")[0]
+    ids: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            ids.update(range(int(first), int(last or first) + 1))
+    return ids
+
+
 def _submit_time(text: str) -> datetime | None:
     """squeue's %V (SLURM_TIME_FORMAT=standard, set by _asked: a user's own format, say
     `relative`, would not parse); None where it reads otherwise."""

@@ -13,7 +13,7 @@ from uuid import uuid4
 from reprospec.core import capped
 from reprospec.errors import InfraError
 from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun, Submission, save
-from reprospec.slurm.queue import ScriptJob, jobs_of_scripts
+from reprospec.slurm.queue import ScriptJob, jobs_marked, jobs_of_scripts
 
 # sbatch answers a job id, or its refusal: more than this is cut (head and tail kept).
 _ANSWER_BYTES = 64 * 1024
@@ -38,8 +38,9 @@ class LookupWait:
     """A stop (Ctrl-C, SIGTERM, SIGHUP) while an sbatch that timed out is waited for and
     looked up in squeue. The stop waits until slurm.json records the job (commands/slurm.py's
     deferral): silently that was up to 120 s for sbatch and 90 s for squeue, then exit 3.
-    The first stop is told how long it waits and why; a second ends the lookup, the job
-    unconfirmed (SubmissionUnconfirmed: the run folder is kept). `heard` is the stop
+    The first stop is told how long it waits and why; a second ends the wait, sbatch's
+    (its process group stopped at once: a hung sbatch waited out its 120 s) or the lookup's,
+    the job unconfirmed (SubmissionUnconfirmed: the run folder is kept). `heard` is the stop
     handler's (commands/interrupt.py), `tell` prints a line of its own."""
 
     __slots__ = ("_lookup_until", "_pending", "_sbatch_until", "_tell", "given_up")
@@ -60,10 +61,9 @@ class LookupWait:
         if again:
             self.given_up = True
             if self._lookup_until is None:
-                left = (self._sbatch_until or 0.0) - monotonic()
                 self._tell(
-                    f"stopping once sbatch answers (up to {left:.0f} s): squeue will not be "
-                    "asked whether it queued the job"
+                    "stopping: sbatch is ended before it answers, and squeue is not asked "
+                    "whether it queued the job"
                 )
             else:
                 self._tell("stopping: squeue is no longer asked whether sbatch queued the job")
@@ -92,8 +92,12 @@ class LookupWait:
         )
 
     def sbatch(self, running: bool) -> None:
-        """An sbatch begins (or has ended): a stop from 2 s into it on is told its wait."""
+        """An sbatch begins (or has ended): a stop from 2 s into it on is told its wait.
+        A second stop ends the wait it came in: one that came as the last sbatch answered
+        (the array's) does not end the next (the merge's) before it began."""
         self._sbatch_until = monotonic() + _SBATCH_TIMEOUT_S if running else None
+        if running:
+            self.given_up = False
 
     def lookup(self, until: float | None) -> None:
         """squeue is asked until `until` (None: no more); a stop that came in sbatch's
@@ -105,6 +109,10 @@ class LookupWait:
 
 class SbatchUnanswered(InfraError):
     """sbatch timed out (its own MessageTimeout, or ours): its job may be queued anyway."""
+
+
+class SbatchStopped(SbatchUnanswered):
+    """sbatch ended by a second stop before it answered: its job may be queued anyway."""
 
 
 class SubmissionUnconfirmed(InfraError):
@@ -132,8 +140,9 @@ def merge_argv(run: SlurmRun, array_job: str | None) -> list[str]:
     return [*argv, str(run.run_dir / MERGE_SCRIPT)]
 
 
-def _sbatch(argv: Sequence[str]) -> str:
-    """Run sbatch --parsable; the job id (a cluster name after `;` is dropped)."""
+def _sbatch(argv: Sequence[str], stop: Callable[[], bool] | None = None) -> str:
+    """Run sbatch --parsable; the job id (a cluster name after `;` is dropped). `stop`
+    saying so ends it (its group) before it answers: SbatchStopped."""
     if shutil.which(argv[0]) is None:
         raise InfraError(
             f"{argv[0]} not found: run this on a Slurm login node "
@@ -143,10 +152,16 @@ def _sbatch(argv: Sequence[str]) -> str:
         # In a session of its own (capped.run): in reprospec's process group a terminal's
         # Ctrl-C, which the CLI defers until slurm.json records the jobs, SIGINTed sbatch
         # too: 'sbatch refused the job: exit -2', exit 3, the run's folder removed, where a
-        # job may have been queued. A stuck one is still ended (its group) at the timeout.
-        proc = capped.run(argv, limit=_ANSWER_BYTES, timeout_s=_SBATCH_TIMEOUT_S)
+        # job may have been queued. A stuck one is still ended (its group) at the timeout,
+        # or at once by a second stop (`stop`).
+        began = monotonic()
+        proc = capped.run(argv, limit=_ANSWER_BYTES, timeout_s=_SBATCH_TIMEOUT_S, stop=stop)
     except OSError as exc:
         raise InfraError(f"{argv[0]} could not be started: {exc}") from None
+    if proc.stopped:
+        raise SbatchStopped(
+            f"{argv[0]} was stopped before it answered (after {monotonic() - began:.0f} s)"
+        )
     if proc.timed_out:
         raise SbatchUnanswered(f"{argv[0]} did not answer within {_SBATCH_TIMEOUT_S} s")
     # sbatch's refusal may name a path or a site's message in any bytes: replaced.
@@ -181,7 +196,11 @@ def _sbatch_or_found(
     finished job as the shards', whose folders then held no results. A submit time was
     not enough: slurmctld's clock a few seconds behind ours missed the job itself. More
     than one such job (only where the user's own --comment leaves the time to tell them)
-    is not guessed at: SubmissionUnconfirmed."""
+    is not guessed at: SubmissionUnconfirmed. A marked job squeue does not list is asked of
+    sacct (queue.jobs_marked): a short one may have ended and left squeue's memory
+    (MinJobAge) before the lookup; where sacct cannot say (no accounting), the message
+    says so. A second stop as sbatch runs ends it at once (SbatchStopped):
+    SubmissionUnconfirmed, squeue not asked."""
     marker = None if _has_comment(argv[:-1]) else f"reprospec:{uuid4().hex}"
     # Whole seconds (squeue's %V has no more), taken down, less slurmctld's possible skew.
     since = datetime.now().replace(microsecond=0) - _SKEW
@@ -190,7 +209,14 @@ def _sbatch_or_found(
     wait = wait or LookupWait(lambda _: None)
     try:
         wait.sbatch(True)
-        return _sbatch(argv)
+        return _sbatch(argv, stop=lambda: wait.given_up)
+    except SbatchStopped as exc:
+        # Asked of no one: the user stops waiting. The marker tells the job, queued later.
+        which = "" if marker is None else f" (with this sbatch's {marker})"
+        raise SubmissionUnconfirmed(
+            f"{exc}; squeue was not asked: the job of {argv[-1]}{which} may be queued all "
+            "the same (see squeue --me --format=%i,%V,%k,%o)"
+        ) from None
     except SbatchUnanswered as exc:
         script = argv[-1]
         deadline = monotonic() + _LOOKUP_S
@@ -216,11 +242,31 @@ def _sbatch_or_found(
                 "all the same"
             ) from None
         new = [job for job in found if _is_this_submission(job, marker, since, tasks, known)]
+        nor = ""
+        if not new and marker is not None:
+            # A short job may have ended and left squeue's memory (MinJobAge) before it
+            # was asked: sacct remembers it, where the cluster keeps accounting.
+            accounted = jobs_marked(
+                marker,
+                script,
+                since,
+                timeout_s=max(deadline - monotonic(), 5),
+                stop=lambda: wait.given_up,
+            )
+            if accounted.jobs is None:
+                nor = f", and sacct cannot say ({accounted.why})"
+            else:
+                nor = ", nor does sacct"
+                new = [
+                    job
+                    for job in accounted.jobs
+                    if _is_this_submission(job, marker, since, tasks, known)
+                ]
         if not new:
             # The marker named: the job, queued later, is told by it (squeue's %k).
             which = "submitted since" if marker is None else f"with this sbatch's {marker}"
             raise SubmissionUnconfirmed(
-                f"{exc}; squeue lists no job of {script} {which}: it may still be queued "
+                f"{exc}; squeue lists no job of {script} {which}{nor}: it may still be queued "
                 "(see squeue --me --format=%i,%V,%k,%o)"
             ) from None
         if len(new) > 1:

@@ -1,7 +1,8 @@
 """How a job whose sbatch timed out is told in squeue (slurm/submit.py): by the marker its
 own sbatch gave it, not by a submit time that slurmctld's clock, behind ours, makes seem
-older; and never guessed among several. This machine's Slurm (if any) is not asked: sbatch
-and squeue are fakes on PATH, squeue answering in the fields it is asked for."""
+older; and never guessed among several; one squeue no longer lists asked of sacct. This
+machine's Slurm (if any) is not asked: sbatch, squeue and sacct are fakes on PATH, squeue
+and sacct answering in the fields they are asked for."""
 
 from __future__ import annotations
 
@@ -35,10 +36,30 @@ while read -r id off comment; do
 done < {tools}/jobs"""
 
 
-def _tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+# Each line of `accounted` (job id as sacct writes it, state, the Comment, the --comment in
+# the SubmitLine; `@` the sbatch's marker, `-` none) is a job sacct remembers, its fields
+# those sacct's --format asks for; a file `refused` holds sacct's refusal instead.
+SACCT = """if [ -f {tools}/refused ]; then cat {tools}/refused >&2; exit 1; fi
+for a; do case "$a" in --format=*) fmt="${{a#--format=}}" ;; esac; done
+while read -r id state comment given; do
+  [ "$comment" = @ ] && comment=$(cat {tools}/marker); [ "$comment" = - ] && comment=""
+  [ "$given" = @ ] && given=$(cat {tools}/marker)
+  t=$(date +%Y-%m-%dT%H:%M:%S); line=""; IFS=','
+  for f in $fmt; do
+    case "$f" in JobID) v=$id ;; State) v=$state ;; Submit) v=$t ;; Comment) v=$comment ;;
+      SubmitLine) v="sbatch --parsable --comment=$given /r/array.sbatch" ;; *) v=? ;; esac
+    line="$line${{line:+|}}$v"
+  done
+  unset IFS; echo "$line"
+done < {tools}/accounted"""
+
+
+def _tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str, accounted: str = "") -> None:
     fake_tool(tmp_path, "sbatch", SBATCH.format(tools=tmp_path, timed_out=TIMED_OUT))
     fake_tool(tmp_path, "squeue", SQUEUE.format(tools=tmp_path))
+    fake_tool(tmp_path, "sacct", SACCT.format(tools=tmp_path))
     (tmp_path / "jobs").write_text(jobs)
+    (tmp_path / "accounted").write_text(accounted)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
 
 
@@ -95,5 +116,48 @@ def test_no_job_marked_by_the_sbatch_is_unconfirmed_naming_its_marker(
     assert re.fullmatch("reprospec:[0-9a-f]{32}", marker)
     assert str(raised.value) == (
         f"sbatch timed out: {TIMED_OUT}; squeue lists no job of /r/array.sbatch with this "
-        f"sbatch's {marker}: it may still be queued (see squeue --me --format=%i,%V,%k,%o)"
+        f"sbatch's {marker}, nor does sacct: it may still be queued (see squeue --me "
+        "--format=%i,%V,%k,%o)"
+    )
+
+
+@pytest.mark.parametrize(
+    "accounted",
+    [
+        "499 COMPLETED reprospec:other reprospec:other\n500_1 COMPLETED @ @\n",
+        # A cluster that keeps no job comments (AccountingStoreFlags): the sbatch line.
+        "499 COMPLETED - reprospec:other\n500_1 COMPLETED - @\n",
+    ],
+)
+def test_a_marked_job_that_ended_and_left_squeue_is_found_in_sacct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, accounted: str
+) -> None:
+    # A short job that ended before the lookup and left squeue's memory (MinJobAge): squeue
+    # listed no job of the script, and the job, run, was unconfirmed (exit 3, unrecorded).
+    _tools(tmp_path, monkeypatch, "", accounted)
+    said: list[str] = []
+    job = _sbatch_or_found(
+        ["sbatch", "--parsable", "/r/array.sbatch"], frozenset({1}), set(), said.append
+    )
+    assert job == "500"
+    assert said == [
+        f"sbatch timed out: {TIMED_OUT}; slurmctld queued it all the same: job 500 "
+        "(/r/array.sbatch)"
+    ]
+
+
+def test_a_cluster_without_accounting_is_said_where_squeue_lists_no_marked_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tools(tmp_path, monkeypatch, "")
+    (tmp_path / "refused").write_text("Slurm accounting storage is disabled\n")
+    with pytest.raises(SubmissionUnconfirmed) as raised:
+        _sbatch_or_found(
+            ["sbatch", "--parsable", "/r/array.sbatch"], frozenset({1}), set(), lambda _: None
+        )
+    marker = (tmp_path / "marker").read_text().strip()
+    assert str(raised.value) == (
+        f"sbatch timed out: {TIMED_OUT}; squeue lists no job of /r/array.sbatch with this "
+        f"sbatch's {marker}, and sacct cannot say (Slurm accounting storage is disabled): it "
+        "may still be queued (see squeue --me --format=%i,%V,%k,%o)"
     )

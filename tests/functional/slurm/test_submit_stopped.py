@@ -200,3 +200,58 @@ def test_a_ctrl_c_while_a_timed_out_sbatch_is_looked_up_says_so_and_a_second_end
         f"{run / 'array.sbatch'} may be queued all the same; the run folder is kept: {run}",
     ], stderr
     assert proc.returncode == 3, stderr
+
+
+def test_a_second_ctrl_c_while_sbatch_has_not_answered_ends_it_at_once(tmp_path: Path) -> None:
+    # A hung sbatch: a second Ctrl-C was told "stopping once sbatch answers (up to 118 s)"
+    # and waited that out; only the squeue lookup after it was cut. It ends sbatch's group
+    # at once; the run is unconfirmed (exit 3), its folder kept. (tests/real/slurm's
+    # test_sbatch_stopped.py: the same with the real sbatch behind a slow wrapper.)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(tools, "sbatch", f'touch "{tools}/asked"; sleep 60; echo 101')
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    argv = [sys.executable, "-m", "reprospec", "slurm", str(spec), "--shards", "1"]
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        [*argv, "--out", str(shared)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tools / "asked").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tools / "asked").exists(), "sbatch was never started"
+        time.sleep(2.5)  # past sbatch's first moment, where a first stop is told its wait
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert time.monotonic() - started < 10, stderr
+    (run,) = (shared / "slurm").iterdir()
+    lines = stderr.splitlines()
+    assert lines[1] == (
+        "reprospec: stopping: sbatch is ended before it answers, and squeue is not asked "
+        "whether it queued the job"
+    ), stderr
+    assert re.fullmatch(
+        r"reprospec: sbatch was stopped before it answered \(after \d+ s\); squeue was not "
+        + re.escape(f"asked: the job of {run / 'array.sbatch'} (with this sbatch's reprospec:")
+        + r"[0-9a-f]{32}\) may be queued all the same \(see squeue --me "
+        + re.escape(f"--format=%i,%V,%k,%o); the run folder is kept: {run}"),
+        lines[2],
+    ), stderr
+    assert proc.returncode == 3, stderr

@@ -136,8 +136,9 @@ def test_a_timed_out_sbatch_whose_job_squeue_does_not_list_keeps_the_run_folder(
         )
         + "[0-9a-f]{32}"
         + re.escape(
-            ": it may still be queued (see squeue --me --format=%i,%V,%k,%o); the run folder "
-            f"is kept: {run}"
+            # The test cluster keeps no accounting (scripts/slurm-setup.sh): sacct says so.
+            ", and sacct cannot say (Slurm accounting storage is disabled): it may still be "
+            f"queued (see squeue --me --format=%i,%V,%k,%o); the run folder is kept: {run}"
         ),
         said,
     ), said
@@ -203,7 +204,10 @@ def test_a_resume_whose_sbatch_timed_out_does_not_adopt_an_older_finished_job_of
             "with this sbatch's reprospec:"
         )
         + "[0-9a-f]{32}"
-        + re.escape(": it may still be queued (see squeue --me --format=%i,%V,%k,%o)"),
+        + re.escape(
+            ", and sacct cannot say (Slurm accounting storage is disabled): it may still be "
+            "queued (see squeue --me --format=%i,%V,%k,%o)"
+        ),
         said,
     ), said
     assert json.loads((run / "slurm.json").read_text())["submissions"] == []
