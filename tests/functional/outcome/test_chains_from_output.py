@@ -261,3 +261,61 @@ def test_a_multiline_cause_the_raise_makes_in_place_is_read_by_the_class_it_name
     }
     read = [("Timeout", "slow\nafter 3 tries", "cause"), ("RuntimeError", "top", None)]
     assert chains == {"alone": read, "note": read, "doubt": [], "elsewhere": []}, chains
+
+
+_PRINTED_KEY = textwrap.dedent(
+    """
+    import sys, traceback
+    from concurrent.futures import Future
+    kind = sys.argv[1]
+    class Timeout(Exception):
+        pass
+    def make():
+        return Timeout("built")
+    try:
+        {}["x"]
+    except KeyError as e:
+        if kind == "noted":
+            e.add_note("Hint: check the key")
+            raise RuntimeError("top") from e
+        traceback.print_exc()
+        err = e
+    if kind == "made":
+        raise RuntimeError("top") from make()
+    if kind == "future":
+        fut = Future()
+        fut.set_exception(KeyError("y"))
+        raise RuntimeError("top") from fut.exception()
+    raise RuntimeError("top") from err.with_traceback(None)
+    """
+)
+
+
+def test_a_cause_printed_under_a_printed_key_error_is_its_own(cli: Cli, tmp_path: Path) -> None:
+    """`traceback.print_exc()` of a KeyError, then `raise RuntimeError("top") from make()`
+    (a Timeout never raised): the Timeout's line, printed right under the KeyError's, read
+    as more of its message, `KeyError("'x'\\nTimeout: built")` the cause. A KeyError's
+    message is its key's repr, one line: the lines under it are the cause's (a future's
+    KeyError set, never raised; the printed one again, its traceback dropped). A KeyError
+    raised `from e` keeps its note. The same from stderr alone (`python -S`) as from the
+    program's record."""
+    (tmp_path / "printed.py").write_text(_PRINTED_KEY)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: printed-key\nmatrix:\n"
+        "  kind: [made, future, dropped, noted]\n  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} printed.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    assert len(outcomes) == 8
+    causes = {
+        "made": ("Timeout", "built"),
+        "future": ("KeyError", "'y'"),
+        "dropped": ("KeyError", "'x'"),
+        "noted": ("KeyError", "'x'\nHint: check the key"),
+    }
+    for cell, outcome in outcomes.items():
+        cause = causes[cell.split(",")[0].removeprefix("kind=")]
+        chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
+        assert chain == [(*cause, "cause"), ("RuntimeError", "top", None)], (cell, chain)
