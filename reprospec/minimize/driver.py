@@ -415,6 +415,11 @@ def _minimize(
             say(
                 f"minimizing {what} for cell {reduced.cell.id}; "
                 f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
+                + (
+                    f" (the spec's {len(all_passing)} left out: passing_cells=False)"
+                    if all_passing and not options.passing_cells
+                    else ""
+                )
             )
         runner = ProbeRunner(
             spec_path=Path(spec.path),
@@ -513,6 +518,7 @@ def _minimize(
             interrupted=interrupted,
             repro="",
             command_line=options.command_line,
+            passing_left_out=0 if options.passing_cells else len(all_passing),
             budget_said=argument("--budget", "budget"),
             perturbed=attempt.environment.perturb.describe(),
             settings=reduced,
@@ -1310,14 +1316,22 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
 
 
 def _start_size(original: Program) -> str:
-    """The program's size as the search starts, in its files' own layout: the answer's
-    `4 -> 3` counts a file minimize changes as it writes it (report.sizes), which is not
-    known yet. `minimizing 5 lines` was said of a search whose answer read `4 -> 3` (a call
-    split over two lines, in a file it changed)."""
+    """The program's size as the search starts, counted as the answer's `11 -> 1` counts a
+    file minimize changes, as it writes it (`Program.lines`, `ast.unparse`'s layout, which
+    the search compares candidates in): the start said `minimizing 8 lines of Python in the
+    files' own layout` (a line of `a = 1; b = 2`, which unparse writes as two) of a search
+    whose answer read `11 -> 1`. Their own layout's count beside it where it differs (what
+    an editor shows); a file the search leaves whole is counted as it is in the answer."""
     files = ", ".join(p for p, _ in original.files)
     if not files:
         return "0 lines (no Python files)"
-    return f"{original.given_lines[0]} lines of Python in the files' own layout ({files})"
+    written, own = original.lines, original.given_lines[0]
+    if written == own:
+        return f"{written} lines of Python ({files})"
+    return (
+        f"{written} lines of Python as minimize writes them, the answer's count ({files}; "
+        f"{own} in the files' own layout)"
+    )
 
 
 def _size(program: Program, original: Program) -> str:

@@ -88,6 +88,9 @@ class Minimized:
     interrupted: bool
     repro: str  # the standalone command (run in `output`)
     command_line: str = ""
+    # The spec's passing cells `MinimizeOptions(passing_cells=False)` left out (0: none, or
+    # the option on): the spec has them, and "the spec has no passing cell" was said of it.
+    passing_left_out: int = 0
     # environment.perturb of the failing cell: minimized under it (amplify).
     perturbed: tuple[str, ...] = ()
     # Step 1: the failing cell's settings as isolate reduced them (None: not run).
@@ -942,7 +945,7 @@ def _passing_checked(found: Minimized) -> str:
     said of a spec without a passing cell, and of a search stopped before it checked)."""
     checked = found.result.passing_checked
     if not found.passing:
-        return "no passing cell to check"
+        return _left_out(found) or "no passing cell to check"
     if not checked.ran:
         return f"passing cells not checked{_before_stop(found)}"
     return f"passing cells pass {checked.passed}/{checked.ran}"
@@ -1041,7 +1044,24 @@ def _no_passing_warning(found: Minimized) -> str:
     # far as a finished one can, and was the one a user's stopped run left unsaid.
     if found.passing or found.result.program.workload or found.result.status == "refused":
         return ""
-    return no_passing_words(f"is held only to failing as {found.signature or 'the expect says'}")
+    held = f"is held only to failing as {found.signature or 'the expect says'}"
+    if found.passing_left_out:
+        return (
+            f"{_left_out(found)}: the result {held}, so it may be any program that fails so, "
+            "the condition that is the bug gone; minimize with them to hold it to them"
+        )
+    return no_passing_words(held)
+
+
+def _left_out(found: Minimized) -> str:
+    """That the spec's passing cells were left out by the option, where they were: "the spec
+    has no passing cell" was said of a spec that has them."""
+    if not found.passing_left_out:
+        return ""
+    return (
+        f"the spec's {plural(found.passing_left_out, 'passing cell')} left out "
+        "(MinimizeOptions(passing_cells=False)), none checked"
+    )
 
 
 def no_passing_words(held: str) -> str:
@@ -1159,7 +1179,7 @@ def markdown(found: Minimized) -> str:
         *_layout_note(r),
         f"- **Signature**: `{found.signature or 'none seen'}`{_hung_in(r)}, the failing cell's "
         f"expect ({_expect(found)}); passing cells checked with every accepted candidate: "
-        f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
+        f"{', '.join(c.id for c in found.passing) or _none_checked(found)}",
         f"- **Rate of the result**: {_measured(found, r.rate, named=True)}; the original: "
         f"{_measured(found, r.original_rate)}"
         + (
@@ -1251,6 +1271,11 @@ def markdown(found: Minimized) -> str:
     lines += _diff(r.original, r.program)
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _none_checked(found: Minimized) -> str:
+    """minimize.md's word for no passing cell checked: left out by the option, or none."""
+    return f"none ({_left_out(found)})" if found.passing_left_out else "none (the spec has none)"
 
 
 def _passing_rule(r: MinimizeResult, passing: bool) -> str:

@@ -163,6 +163,46 @@ def test_minimize_shrinks_the_program_to_the_lines_that_crash(tmp_path: Path) ->
     assert reprospec.render(found, "md") == (found.output / "minimize.md").read_text()
 
 
+def test_a_minimization_without_its_passing_cells_says_so_and_counts_lines_once(
+    tmp_path: Path,
+) -> None:
+    """MinimizeOptions(passing_cells=False) on a spec with a passing cell said "the spec has
+    no passing cell": it has one, which the option left out. And the start said
+    `minimizing 5 lines of Python in the files' own layout` (a line of `a = 1; b = 2`,
+    which minimize writes as two) of a search whose answer read `9 -> N`: one count."""
+    _write(
+        tmp_path,
+        "crash.py",
+        "import os, signal, sys\na = 1; b = 2; c = 3\nd = a + b; e = c * 2\n"
+        "if sys.argv[1] == 'boom': os.kill(os.getpid(), signal.SIGSEGV)\nprint(d, e)\n",
+    )
+    spec = _write(
+        tmp_path,
+        "crash.yaml",
+        "reprospec: 1\nname: minimize-me\nmatrix:\n  mode: [calm, boom]\n"
+        "command: python crash.py ${{ matrix.mode }}\nrun: {timeout: 60s}\n"
+        "expect:\n  outcome: crash\n  signal: SIGSEGV\n  cases:\n"
+        "    - when: {mode: calm}\n      outcome: pass\n",
+    )
+    options = reprospec.MinimizeOptions(
+        budget=60, passing_cells=False, run=reprospec.RunOptions(out=tmp_path / "out", jobs=2)
+    )
+    said: list[str] = []
+    found = reprospec.minimize_spec(spec, options, progress=said.append)
+    text = reprospec.render(found, "text")
+    assert "the spec has no passing cell" not in text, text
+    left_out = "the spec's 1 passing cell left out (MinimizeOptions(passing_cells=False))"
+    assert left_out in text, text
+    assert left_out in (found.output / "minimize.md").read_text()
+    start = next(line for line in said if line.startswith("minimizing "))
+    assert start.startswith(
+        "minimizing 9 lines of Python as minimize writes them, the answer's count (crash.py; "
+        "5 in the files' own layout) for cell mode=boom; passing cells checked: none (the "
+        "spec's 1 left out: passing_cells=False)"
+    ), start
+    assert any(line.startswith("9 -> ") for line in text.splitlines()), text
+
+
 def test_an_isolation_out_of_budget_names_the_budget_as_its_caller_gave_it(
     tmp_path: Path,
 ) -> None:

@@ -140,8 +140,8 @@ def test_the_progress_counts_lines_as_the_answer_does() -> None:
     result.program, result.original = best, original  # type: ignore[attr-defined]
     assert sizes(result).lines == (4, 3)  # type: ignore[arg-type]
     # The split call in a file minimize changes: the answer counts its original as
-    # unparse writes it (4 -> 3), which the start cannot know; it said `minimizing 5
-    # lines`, and now says in which layout it counts.
+    # unparse writes it (3 -> 2); the start said `minimizing 4 lines of Python in the files'
+    # own layout`, and now counts as the answer does, their own layout's count beside it.
     from reprospec.minimize.driver import _start_size
 
     original = Program((), (), files=(("train.py", f"{data}import os\nx = 1\n"),))
@@ -149,7 +149,11 @@ def test_the_progress_counts_lines_as_the_answer_does() -> None:
     result.program, result.original = best, original  # type: ignore[attr-defined]
     assert sizes(result).lines == (3, 2)  # type: ignore[arg-type]
     assert _size(best, original) == "2 lines"
-    assert _start_size(original) == "4 lines of Python in the files' own layout (train.py)"
+    assert _start_size(original) == (
+        "3 lines of Python as minimize writes them, the answer's count (train.py; 4 in the "
+        "files' own layout)"
+    )
+    assert _start_size(best) == "2 lines of Python (train.py)"  # (one layout: one count)
     assert _start_size(Program((), ())) == "0 lines (no Python files)"
 
 
