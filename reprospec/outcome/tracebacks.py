@@ -581,6 +581,8 @@ def _chains(lines: list[str]) -> list[_Chain]:
             # After a logged traceback (`_logged_end`), read from its exception's own
             # lines on: what follows them is no part of its chain.
             logged = _logged_end(lines, chains[-1]) if chains else None
+            if logged is not None and _in_its_literal(lines, chains[-1], logged, index):
+                logged = None  # its message's own lines, as its raise's source shows them
             key = _key_error_end(lines, chains[-1], index) if chains and logged is None else None
             floor = chains[-1].last if chains else -1
             unraised, first, link = (
@@ -666,6 +668,29 @@ def _logged_end(lines: list[str], chain: _Chain) -> int | None:
     while index + 1 < len(lines) and lines[index + 1][:1].isspace():
         index += 1
     return index
+
+
+def _in_its_literal(lines: list[str], chain: _Chain, end: int, header: int) -> bool:
+    """Whether the lines between the logged exception's own lines (ending at `end`) and the
+    link above the traceback at `header` are each a line of the message literal its raise
+    shows (`raise ValueError("bad\\nOSError: disk full")` on the source line under its last
+    frame, each line after a `\\n` there), and that raise below makes no cause in place:
+    then they are that exception's message, and the traceback no logged one but the
+    chain's own block (`log.error("failed")`, then `raise X from e` of that ValueError,
+    read the cause `OSError('disk full')`, made up, under `python -S`)."""
+    at = _link_index(lines, header)
+    between = [line.strip() for line in lines[end + 1 : at] if line.strip()] if at else []
+    if not between or _made_in_the_raise(lines, at or 0) is not None:
+        return False
+    index, last_frame = chain.last + 1, None
+    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
+        if STACK_FRAME.match(lines[index]):
+            last_frame = index
+        index += 1
+    if last_frame is None:
+        return False
+    source = " ".join(lines[last_frame + 1 : index])
+    return all(f"\\n{line}" in source for line in between)
 
 
 def _key_error_end(lines: list[str], chain: _Chain, header: int) -> int | None:

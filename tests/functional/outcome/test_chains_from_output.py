@@ -319,3 +319,39 @@ def test_a_cause_printed_under_a_printed_key_error_is_its_own(cli: Cli, tmp_path
         cause = causes[cell.split(",")[0].removeprefix("kind=")]
         chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
         assert chain == [(*cause, "cause"), ("RuntimeError", "top", None)], (cell, chain)
+
+
+_LOGGED_LITERAL = textwrap.dedent(
+    """
+    import logging, sys
+    try:
+        raise ValueError("bad\\nOSError: disk full")
+    except ValueError as e:
+        logging.error("failed")
+        raise RuntimeError("X") from e
+    """
+)
+
+
+def test_a_line_of_its_raises_literal_under_a_log_record_is_its_message(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`log.error("failed")`, then `raise RuntimeError("X") from e` of a ValueError whose
+    message runs over two lines, the second named as a class (`"bad\\nOSError: disk full"`):
+    under the record, the ValueError's traceback read as a logged one, and the line
+    `OSError: disk full` as a cause never raised, made up. The raise's source line above
+    shows that line in its literal, after a `\\n`: it is the ValueError's, the cause. From
+    stderr alone (`python -S`) as from the program's record."""
+    (tmp_path / "literal.py").write_text(_LOGGED_LITERAL)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: literal\nmatrix:\n  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} literal.py\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    for cell, outcome in _outcomes(cli, spec).items():
+        chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
+        assert chain == [
+            ("ValueError", "bad\nOSError: disk full", "cause"),
+            ("RuntimeError", "X", None),
+        ], (cell, chain)
