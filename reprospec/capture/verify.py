@@ -45,11 +45,18 @@ from reprospec.capture.footprint import (
 )
 from reprospec.capture.hangwait import VerifyWait
 from reprospec.capture.narrowing import Needed, most_reruns, narrow
-from reprospec.capture.writer import Draft, render_spec
+from reprospec.capture.writer import (
+    CONTROL_AXIS,
+    CONTROL_EMPTY,
+    Control,
+    Draft,
+    control_axis,
+    render_spec,
+)
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
 from reprospec.core.logtext import printable
-from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.results import AttemptResult, CellResult, RunResult
 from reprospec.core.words import crash_beside_pass, plural
 
 
@@ -101,6 +108,10 @@ class Rerun:
     copied: int | None = None
     lacking: tuple[str, ...] = ()
     linked: tuple[str, ...] = ()  # linked into the copy, not copied (and not carried)
+    # The control cell's attempts (writer.Control), and whether it passed as expected.
+    control: tuple[AttemptResult, ...] = ()
+    controlled: bool = False
+    back: bool = False  # the failure came back as `expect` says, in its cells (not the control's)
 
 
 # Copies of the spec rerun, each with the files the one before lacked, at most.
@@ -185,6 +196,14 @@ def verify(
                 say(narrowing_line(len(own), repeat, passed=signature == "pass", named=named))
             reruns = [0]
             most = most_reruns(len(own), named=len(named))
+            # Each narrowing rerun by what it kept: one without the variables found that
+            # passed is what a control cell stands on (`_control`).
+            ran: list[tuple[frozenset[str], Rerun]] = [(frozenset(), here)]
+
+            def kept_run(kept: Sequence[str]) -> bool:
+                rerun = check(kept)
+                ran.append((frozenset(kept), rerun))
+                return rerun.verified
 
             def trial(kept: Sequence[str]) -> bool:
                 # Each rerun said with what it keeps: 16 of them read `verifying spec.yaml
@@ -192,7 +211,7 @@ def verify(
                 reruns[0] += 1
                 if say is not None:
                     say(rerun_line(reruns[0], most, kept, len(own)))
-                return check(kept).verified
+                return kept_run(kept)
 
             try:
                 found = narrow(own, trial, named=named)
@@ -202,7 +221,7 @@ def verify(
                 # narrowing took for their need; so is a rerun that kept them all and missed
                 # (four CA-path variables "needed" by a 50%
                 # crash).
-                why = _not_shown_needed(found, own, signature, lambda kept: check(kept).verified)
+                why = _not_shown_needed(found, own, signature, kept_run)
             except KeyboardInterrupt:
                 raise Stopped((_stopped_narrowing(len(own), signature),)) from None
             if why:
@@ -220,10 +239,13 @@ def verify(
                         *needed_lines(os.environ, found.names, found.minimal, _subject(signature)),
                     ),
                 )
+                control = _control(draft, found, signature, ran)
+                draft = replace(draft, control=control)
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
                 ran_with = found.names
                 done = check(found.names, copy=True)
-                if done.verified or check(found.names).verified:
+                # Whether the failure came back: its cells, not the control's (below).
+                if done.back or check(found.names).back:
                     needed = found.names
                     lines.append(_needs(found, _subject(signature)))
                     came_back_here = True  # it came back with them, in the copy or the workdir
@@ -232,7 +254,7 @@ def verify(
                     draft = plain
                     spec_path.write_text(render_spec(draft), encoding="utf-8")
                     after.append(_unconfirmed(found, again))
-        if not done.verified and came_back_here:
+        if not done.back and came_back_here:
             # It needs more of the workdir than the copy carried. A program stops at the
             # first file missing (its config), so the next one (the data the config
             # names) shows in the next copy's run: a few rounds, while each finds more.
@@ -245,7 +267,7 @@ def verify(
                 draft = replace(draft, files=tuple(sorted({*draft.files, *lacking})))
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
                 done = check(needed, copy=True)
-                if done.verified:
+                if done.back:
                     break
             if added:
                 them = "it" if len(added) == 1 else "them"
@@ -254,7 +276,7 @@ def verify(
                     f"not in a copy of the spec without {them}, and the spec now lists "
                     f"{them} (files)"
                 )
-            if not done.verified and not added and here.verified and here.same < len(here.attempts):
+            if not done.back and not added and here.verified and here.same < len(here.attempts):
                 # Flaky: one rerun each side is no evidence of a cause; "needs more of the
                 # workdir" sent a person looking for a file that did not exist.
                 after.append(
@@ -264,12 +286,7 @@ def verify(
                     "the command read: a failure that comes and goes can miss every attempt "
                     "of one rerun by chance; " + _capture_again(again, "a larger --repeat to tell")
                 )
-            elif (
-                not done.verified
-                and not added
-                and len(done.attempts) == 1
-                and not check(needed).verified
-            ):
+            elif not done.back and not added and len(done.attempts) == 1 and not check(needed).back:
                 # One attempt each side, and the workdir's rerun, made again unchanged,
                 # missed: a failure that comes and goes, not a file the copy lacked (a
                 # file the workdir has brings it back there every time).
@@ -279,7 +296,7 @@ def verify(
                     "again: the failure may be flaky, coming back only sometimes, so no file "
                     "is named as its cause; " + _capture_again(again)
                 )
-            elif not done.verified and outside:
+            elif not done.back and outside:
                 # Read by a path relative to the workdir (`../shared/data.csv`): the copy,
                 # elsewhere, lacks it there, and no `files` entry may leave the workdir. An
                 # absolute path reaches the same file from the copy. "capture did not see
@@ -295,7 +312,7 @@ def verify(
                     f"program read {them} by {'its' if len(places) == 1 else 'their'} "
                     "absolute path"
                 )
-            elif not done.verified and undecodable:
+            elif not done.back and undecodable:
                 # "name it in the spec's files" could not be done: no spec holds the name.
                 names = ", ".join(printable(name, one_line=True) for name in undecodable)
                 after.append(
@@ -304,7 +321,7 @@ def verify(
                     "whose name is not UTF-8, which no spec can name or carry: rename it (and "
                     "the command's use of it) and capture again"
                 )
-            elif not done.verified:
+            elif not done.back:
                 after.append(
                     "it came back in the workdir, but not in a copy of the spec and the "
                     f"{plural(done.copied or 0, 'file')} it carries: the command needs more of the "
@@ -312,6 +329,13 @@ def verify(
                     "os.path.exists, and what a program other than Python reads are not "
                     "seen); name it in the spec's `files`"
                 )
+    if draft.control is not None and not done.controlled:
+        # Seen passing without them, but not as the spec writes it (empty, in a copy of
+        # the tree): no control cell is better than one that fails.
+        after.append(_no_control(draft.control.names, done))
+        draft = replace(draft, control=None)
+        spec_path.write_text(render_spec(draft), encoding="utf-8")
+        done = check(needed, copy=True)
     # Not the interpreter's own PYTHON* knobs: PYTHONUNBUFFERED alone changes when a hang's
     # progress reaches the engine (its signature with it), and a hang's rerun waits its
     # whole timeout; they stay "not tested".
@@ -372,11 +396,82 @@ def verify(
         + _beside(done.attempts, signature)
         + (f" (the others: {rest})" if rest else "")
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
+        + _control_said(done, draft.control)
         + f"; verdict {done.verdicts} (run {done.result.run_id}, of the copy, since removed)"
     )
     if wait is not None:
         lines.append(wait.said())
     return (*lines, *after), done.verified
+
+
+def _control(
+    draft: Draft,
+    found: Needed,
+    signature: str,
+    ran: Iterable[tuple[frozenset[str], Rerun]],
+) -> Control | None:
+    """A control cell for the variables `found` (writer.Control), where a rerun without
+    all of them passed: every attempt a clean pass. "Did not fail the same way" is no
+    control: an error of another kind without them is a cell minimize cannot hold its
+    candidates to. None for a captured pass (without them it failed: no pass to control),
+    a variable written as anything but its value (a secret read back), or an axis name
+    the matrix has or no expression can read."""
+    import re
+
+    names = found.names
+    values = {line.name: line.value for line in draft.env if not line.commented}
+    axes = {axis.name for axis in draft.matrix} | {CONTROL_AXIS}
+    if signature == "pass" or not names:
+        return None
+    for name in names:
+        value = values.get(name)
+        if not isinstance(value, str) or "${{" in value:
+            return None
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", control_axis(name)) or control_axis(name) in axes:
+            return None
+    passed = [
+        rerun
+        for kept, rerun in ran
+        if not kept & set(names)
+        and rerun.attempts
+        and all(same_as(a, "pass") for a in rerun.attempts)
+    ]
+    if not passed:
+        return None
+    them = "it" if len(names) == 1 else "them"
+    shown = names[0] if len(names) == 1 else _names(names)
+    empty = "null" if len(names) == 1 else CONTROL_EMPTY
+    return Control(
+        names,
+        f"{empty}: {shown} empty, the control cell: the command passed without {them}",
+    )
+
+
+def _no_control(names: Sequence[str], rerun: Rerun) -> str:
+    """Why the spec has no control cell, though a rerun without `names` passed: the
+    verify's control cell, with them empty, did not pass."""
+    them = "it" if len(names) == 1 else "them"
+    ended = ", ".join(
+        dict.fromkeys(a.ran.signature if a.ran is not None else "not run" for a in rerun.control)
+    )
+    return (
+        f"the command passed in a rerun without {_names(names)}, but a control cell with "
+        f"{them} empty did not pass in the verify (it ended {ended}): the spec has no "
+        "control cell, so minimize has no passing cell to hold its candidates to; add one "
+        "by hand where the program tells empty from unset"
+    )
+
+
+def _control_said(rerun: Rerun, control: Control | None) -> str:
+    """`; the control cell (MLPKG_FUSED empty) passed in 1/1 attempt`: the verify line's
+    word on the control cell, where the spec has one."""
+    if control is None or not rerun.control:
+        return ""
+    passed = sum(1 for a in rerun.control if same_as(a, "pass"))
+    return (
+        f"; the control cell ({_names(control.names)} empty) passed in "
+        f"{passed}/{plural(len(rerun.control), 'attempt')}"
+    )
 
 
 def _rerun_copied(
@@ -454,11 +549,23 @@ def _rerun(
     wrote, which `report latest` then shows in place of a folder that is gone)."""
     with environ.changed(dict.fromkeys(left_out)):
         result = run_spec(spec_path, repeat, False, wait, shown=shown)
-    again = tuple(a for cell in result.cells for a in cell.attempts)
+    # A control cell (expected to pass where the failure is not a pass) is counted apart:
+    # its passes are not "the same signature" coming back, nor its attempts the failure's.
+    controls: list[CellResult] = []
+    failing: list[CellResult] = []
+    for cell in result.cells:
+        is_control = signature != "pass" and cell.expected.outcome == "pass"
+        (controls if is_control else failing).append(cell)
+    again = tuple(a for cell in failing for a in cell.attempts)
     same = sum(1 for a in again if same_as(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
     verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
-    return Rerun(result, again, same, verdicts, verified)
+    control = tuple(a for cell in controls for a in cell.attempts)
+    controlled = bool(controls) and all(cell.verdict == "reproduced" for cell in controls)
+    back = same > 0 and all(cell.verdict == "reproduced" for cell in failing)
+    return Rerun(
+        result, again, same, verdicts, verified, control=control, controlled=controlled, back=back
+    )
 
 
 def narrowing_line(count: int, repeat: int, passed: bool = False, named: Sequence[str] = ()) -> str:

@@ -64,6 +64,32 @@ class EnvLine:
 
 
 @frozen
+class Control:
+    """A control cell: the same command with `names` (variables of `environment.env`) set
+    empty, expected to pass. Written only where capture saw the command pass without them:
+    a spec of one failing cell left minimize no passing cell, and its message pattern,
+    which any shape mismatch met, led it to another bug without the variable at all.
+    One variable is an axis of its own (`mlpkg_fused: ['1', null]`), as a person writes
+    it; several are one axis, `shell_env`, whose `include` rows set them or empty them
+    together (whether a mix of them passes was not seen). A null value reaches the program
+    as the empty string (spec-format.md), which overrides a reader's shell that sets it
+    too."""
+
+    names: tuple[str, ...]
+    comment: str
+
+
+# The axis of a control over several variables (Control); `SET` is the failing cell's.
+CONTROL_AXIS = "shell_env"
+CONTROL_SET, CONTROL_EMPTY = "set", "empty"
+
+
+def control_axis(name: str) -> str:
+    """The matrix axis of a variable in a control cell: `MLPKG_FUSED` -> `mlpkg_fused`."""
+    return name.lower()
+
+
+@frozen
 class Draft:
     """Everything a captured spec says, before it is text."""
 
@@ -92,6 +118,7 @@ class Draft:
     header: tuple[str, ...] = ()
     # What is left for a person to fill in: each also marked `TODO` in the text.
     todo: tuple[str, ...] = ()
+    control: Control | None = None
 
 
 def render_spec(draft: Draft) -> str:
@@ -133,11 +160,13 @@ def render_spec(draft: Draft) -> str:
         out.append("labels: " + _flow(list(draft.labels)))
     out.append("")
     out += _environment(draft)
-    if draft.matrix:
+    control = _control_matrix(draft)
+    if draft.matrix or control:
         out.append("matrix:")
         for axis in draft.matrix:
             line = f"  {axis.name}: {_flow(list(axis.values))}"
             out.append(line + (f"  # {axis.comment}" if axis.comment else ""))
+        out += control
         out.append("")
     out += _command(draft.command)
     if draft.files:
@@ -168,7 +197,48 @@ def render_spec(draft: Draft) -> str:
                 continue
             line = f"  {key}: {_scalar(value)}"
             out.append(line + (f"  # {comment}" if comment else ""))
+        if draft.control is not None:
+            out.append("  cases:")
+            out.append(
+                f"    - {_flow({'when': _control_when(draft.control), 'outcome': 'pass'})}"
+                "  # the control cell"
+            )
     return "\n".join(out).rstrip() + "\n"
+
+
+def _control_values(draft: Draft) -> dict[str, JsonValue]:
+    """The control's variables and the values the failing cell sets them to."""
+    if draft.control is None:
+        return {}
+    values = {line.name: line.value for line in draft.env if not line.commented}
+    return {name: values.get(name) for name in draft.control.names}
+
+
+def _control_when(control: Control) -> dict[str, JsonValue]:
+    """The control cell's `when`, as `expect.cases` names it."""
+    if len(control.names) == 1:
+        return {control_axis(control.names[0]): None}
+    return {CONTROL_AXIS: CONTROL_EMPTY}
+
+
+def _control_matrix(draft: Draft) -> list[str]:
+    """The control's matrix lines (Control): an axis of the variable's value and null, or
+    for several, one axis whose `include` rows set them all or empty them all."""
+    if draft.control is None:
+        return []
+    values = _control_values(draft)
+    comment = f"  # {draft.control.comment}"
+    if len(values) == 1:
+        ((name, value),) = values.items()
+        return [f"  {control_axis(name)}: {_flow([value, None])}{comment}"]
+    set_row = {CONTROL_AXIS: CONTROL_SET, **{control_axis(n): v for n, v in values.items()}}
+    empty_row = {CONTROL_AXIS: CONTROL_EMPTY, **{control_axis(n): None for n in values}}
+    return [
+        f"  {CONTROL_AXIS}: {_flow([CONTROL_SET, CONTROL_EMPTY])}{comment}",
+        "  include:",
+        f"    - {_flow(set_row)}",
+        f"    - {_flow(empty_row)}",
+    ]
 
 
 def _said_by(outcome: JsonValue) -> str:
@@ -190,10 +260,14 @@ def _environment(draft: Draft) -> list[str]:
         lines.append(f"  gpus: {draft.gpus[0]}  # {draft.gpus[1]}")
     live = [env for env in draft.env if not env.commented]
     suggested = [env for env in draft.env if env.commented]
+    controlled = draft.control.names if draft.control is not None else ()
     if live:
         lines.append("  env:")
         for env in live:
-            text = f"    {env.name}: {_scalar(env.value)}"
+            value = env.value
+            if env.name in controlled:
+                value = "${{ matrix." + control_axis(env.name) + " }}"
+            text = f"    {env.name}: {_scalar(value)}"
             lines.append(text + (f"  # {env.comment}" if env.comment else ""))
     if draft.public_env:
         lines.append("  public_env: " + _flow(list(draft.public_env)))

@@ -1558,13 +1558,106 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     assert isinstance(env, dict)
     variables = env["env"]
     assert isinstance(variables, dict)
-    assert variables["USE_NATIVE"] == "1"
+    # Set by the failing cell, empty in the control cell, which passed without it.
+    assert variables["USE_NATIVE"] == "${{ matrix.use_native }}"
+    assert spec_document(workdir)["matrix"] == {"use_native": ["1", None]}
     assert not {"UNRELATED_SETTING", "OTHER_SETTING"} & set(variables)  # not needed: not set
     # The spec alone reproduces: a shell without the variable.
     rerun = cli(
         "run", str(workdir / "spec.yaml"), "--out", str(tmp_path / "out"), env={"USE_NATIVE": ""}
     )
     assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_a_variable_the_failure_needs_gets_a_control_cell_minimize_holds_to(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A new user's trial: the spec had one cell, MLPKG_FUSED: '1', and its message pattern
+    # met any shape mismatch; minimize, with no passing cell, kept the error and dropped
+    # the `if` that reads the variable (another bug). The control cell, the command
+    # without it, which capture saw pass, now holds every candidate to passing there.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "prog.py").write_text(
+        "import os\n\n\n"
+        "def forward(rows):\n"
+        "    if os.environ.get('MLPKG_FUSED') == '1':\n"
+        "        raise RuntimeError(\n"
+        "            f'mat1 and mat2 shapes cannot be multiplied ({rows}x32 and 16x32)'\n"
+        "        )\n"
+        "    return rows\n\n\n"
+        "forward(8)\n"
+        "print('ok')\n"
+    )
+    shell = {"MLPKG_FUSED": "1", "UNRELATED_SETTING": "x"}
+    result = capture(cli, workdir, "python", "prog.py", env=shell)
+    assert "; the control cell (MLPKG_FUSED empty) passed in 1/1 attempt; " in result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(workdir)
+    assert document["matrix"] == {"mlpkg_fused": ["1", None]}
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["cases"] == [{"when": {"mlpkg_fused": None}, "outcome": "pass"}]
+    text = (workdir / "spec.yaml").read_text()
+    assert (
+        "MLPKG_FUSED: ${{ matrix.mlpkg_fused }}  # your shell set it: the failure needs it" in text
+    )
+    # Both cells as expected, in a shell that sets it too: the control cell empties it.
+    out = tmp_path / "out"
+    rerun = cli("run", str(workdir / "spec.yaml"), "--out", str(out), env=shell)
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+    assert "2/2 cells reproduced" in rerun.stdout, rerun.stdout
+    minimized = tmp_path / "minimized"
+    argv = ["minimize", str(workdir / "spec.yaml"), "--out", str(out), "-o", str(minimized)]
+    ran = cli(*argv, "--budget", "40", env=shell)
+    assert "passing cells checked: mlpkg_fused=null" in ran.stderr, ran.stderr
+    assert "no passing cell" not in ran.stdout + ran.stderr
+    # Still the bug: the condition on the variable kept, as the passing cell holds it.
+    assert "MLPKG_FUSED" in (minimized / "prog.py").read_text(), ran.stdout
+
+
+def test_a_control_cell_is_written_only_where_the_command_passed_without_the_variable(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Empty is not unset to this program: the control cell the spec would write (FAST_MODE
+    # empty) errs, though the rerun without it passed, so the spec has none, and says why.
+    work = tmp_path / "empty"
+    work.mkdir()
+    (work / "prog.py").write_text(
+        "import os\n"
+        "mode = os.environ.get('FAST_MODE')\n"
+        "if mode == '1':\n"
+        "    raise RuntimeError('fused kernel failed')\n"
+        "if mode is not None:\n"
+        "    raise ValueError(f'FAST_MODE={mode!r}: not a mode')\n"
+    )
+    result = capture(cli, work, "python", "prog.py", env={"FAST_MODE": "1"})
+    assert "the failure needs FAST_MODE as your shell sets it" in result.stdout, result.stdout
+    assert (
+        "the command passed in a rerun without FAST_MODE, but a control cell with it empty "
+        "did not pass in the verify (it ended error:ValueError): the spec has no control cell"
+    ) in result.stdout, result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    document = spec_document(work)
+    assert "matrix" not in document
+    assert (
+        "FAST_MODE: '1'  # your shell set it: the failure needs it"
+        in (work / "spec.yaml").read_text()
+    )
+    # Without the variable it failed another way, never passed: "did not fail the same
+    # way" is no control, and no control cell is written.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "prog.py").write_text(
+        "import os\n"
+        "if os.environ.get('FAST_MODE') == '1':\n"
+        "    raise RuntimeError('fused kernel failed')\n"
+        "raise ValueError('the slow path is not built')\n"
+    )
+    result = capture(cli, other, "python", "prog.py", env={"FAST_MODE": "1"})
+    assert "the failure needs FAST_MODE as your shell sets it" in result.stdout, result.stdout
+    assert "control cell" not in result.stdout, result.stdout
+    assert "matrix" not in spec_document(other)
 
 
 def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
@@ -1794,13 +1887,21 @@ def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
     assert said.start() < result.stderr.index("reprospec: verifying", said.end())
     assert "verdict reproduced" in result.stdout, result.stdout
     text = (workdir / "spec.yaml").read_text()
-    assert "ALPHA_B: '2'  # your shell set it: the failure needs it" in text
-    assert "ZETA_A: '1'  # your shell set it: the failure needs it" in text
+    assert "ALPHA_B: ${{ matrix.alpha_b }}  # your shell set it: the failure needs it" in text
+    assert "ZETA_A: ${{ matrix.zeta_a }}  # your shell set it: the failure needs it" in text
     env = spec_document(workdir)["environment"]
     assert isinstance(env, dict)
     variables = env["env"]
     assert isinstance(variables, dict)
-    assert (variables["ALPHA_B"], variables["ZETA_A"]) == ("2", "1")
+    # Set together by one cell, empty together in the control cell (no mix was seen to pass).
+    assert spec_document(workdir)["matrix"] == {
+        "shell_env": ["set", "empty"],
+        "include": [
+            {"shell_env": "set", "alpha_b": "2", "zeta_a": "1"},
+            {"shell_env": "empty", "alpha_b": None, "zeta_a": None},
+        ],
+    }
+    assert "shell_env: [set, empty]  # empty: ALPHA_B, ZETA_A empty, the control cell" in text
     assert not {"FOO_UNRELATED", "BAR_X", "CONTAINER_NAME", "MIDDLE_SETTING"} & set(variables)
     assert text.count("the failure needs it") == 2
     # The spec alone reproduces: a shell without either.
