@@ -1614,6 +1614,10 @@ def test_a_variable_the_failure_needs_gets_a_control_cell_minimize_holds_to(
     assert "no passing cell" not in ran.stdout + ran.stderr
     # Still the bug: the condition on the variable kept, as the passing cell holds it.
     assert "MLPKG_FUSED" in (minimized / "prog.py").read_text(), ran.stdout
+    # isolate takes the control cell as its passing side and names the variable's axis.
+    isolated = cli("isolate", str(workdir / "spec.yaml"), "--out", str(out), env=shell)
+    assert isolated.code == 0, isolated.stdout + isolated.stderr
+    assert "errors when mlpkg_fused=1; with mlpkg_fused=null, it passes" in isolated.stdout
 
 
 def test_a_control_cell_is_written_only_where_the_command_passed_without_the_variable(

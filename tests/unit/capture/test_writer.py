@@ -24,6 +24,7 @@ from reprospec.capture.toggles import propose
 from reprospec.capture.writer import (
     MAX_MESSAGE_CHARS,
     Axis,
+    Control,
     Draft,
     EnvLine,
     axis_for,
@@ -558,3 +559,47 @@ def test_the_observe_note_is_one_line_at_a_long_spec_path_and_carried_true() -> 
     carried = axes_note_for(text, body, "minimized.yaml")
     assert f"\n# {observe_line('minimized.yaml')}\n" in carried
     assert long not in carried
+
+
+@pytest.mark.parametrize(
+    ("env", "axes"),
+    [
+        ({"MLPKG_FUSED": "1"}, {"mlpkg_fused": ["1", None]}),
+        ({"ALPHA_B": "2", "ZETA_A": "1"}, {"shell_env": ["set", "empty"]}),
+    ],
+)
+def test_a_control_cell_sets_the_variables_in_one_cell_and_empties_them_in_the_other(
+    tmp_path: Path, env: dict[str, str], axes: dict[str, JsonValue]
+) -> None:
+    # The spec a person would write by hand: the failing cell as captured, and the control
+    # cell, the command with the variables empty, expected to pass (what minimize holds its
+    # candidates to); a toggle's own axis stays beside it.
+    from reprospec.plan.attempt import expectation_for, plan_attempt
+    from reprospec.spec.load import load_spec
+    from reprospec.spec.matrix import expand
+
+    lines = tuple(
+        EnvLine(name, value, "your shell set it: the failure needs it")
+        for name, value in env.items()
+    )
+    draft = Draft(
+        name="fused",
+        command="python prog.py --steps ${{ matrix.steps }}",
+        env=lines,
+        matrix=(Axis("steps", (3,), "from `--steps 3`"),),
+        expect={"outcome": "error", "exception": "RuntimeError"},
+        control=Control(tuple(env), "the control cell"),
+    )
+    path = tmp_path / "spec.yaml"
+    path.write_text(render_spec(draft), encoding="utf-8")
+    spec = load_spec(path)
+    document = spec.document["matrix"]
+    assert isinstance(document, dict)
+    assert {k: v for k, v in document.items() if k in axes} == axes
+    cells = list(expand(spec))
+    assert len(cells) == 2
+    seen = {}
+    for cell in cells:
+        plan = plan_attempt(spec, cell, 1, base_env={})
+        seen[expectation_for(spec, cell, base_env={}).outcome] = {n: plan.env.get(n) for n in env}
+    assert seen == {"error": env, "pass": dict.fromkeys(env, "")}
