@@ -349,6 +349,7 @@ def verify(
         # above: OMP_NUM_THREADS=4, a hang's whole cause, was written "not shown needed".
         base = [n for n in own if n not in needed]
         tests = [0]
+        tested: list[tuple[frozenset[str], Rerun]] = []  # a control cell's evidence
 
         def kept_only(kept: Sequence[str]) -> bool:
             """The copy rerun with only `kept` of them (the spec's lines and the shell's)."""
@@ -364,18 +365,41 @@ def verify(
             )
             spec_path.write_text(render_spec(trial), encoding="utf-8")
             left = [*base, *(n for n in relevant if n not in kept)]
-            return _rerun_copied(
+            rerun = _rerun_copied(
                 run_spec, spec_path, workdir, repeat, signature, left, reads, linked, hide, wait
-            ).verified
+            )
+            tested.append((frozenset(kept), rerun))
+            return rerun.verified
 
         if say is not None:
             say(relevant_line(relevant, repeat))
         try:
-            draft, said = _relevant(draft, relevant, kept_only, again)
+            draft, said, found_relevant = _relevant(draft, relevant, kept_only, again)
         finally:
             # Each rerun wrote the spec without some of them: a stop (Ctrl-C) mid-way
             # leaves it whole, as the verify ran it.
             spec_path.write_text(render_spec(draft), encoding="utf-8")
+        control = (
+            _control(draft, found_relevant, signature, tested)
+            if found_relevant is not None and draft.control is None
+            else None
+        )
+        if control is not None and found_relevant is not None:
+            # As for the shell's other variables: a control cell where a rerun without
+            # them passed, kept only where the verify's control cell passes too.
+            spec_path.write_text(render_spec(replace(draft, control=control)), encoding="utf-8")
+            with_control = check(needed, copy=True)
+            if with_control.verified:
+                draft, done = replace(draft, control=control), with_control
+                said = _needs(found_relevant) + (
+                    f"; to see it vary, add values to matrix.{control_axis(control.names[0])}, "
+                    "beside the control cell's"
+                    if len(control.names) == 1
+                    else ""
+                )
+            else:
+                spec_path.write_text(render_spec(draft), encoding="utf-8")
+                after.append(_no_control(control.names, with_control))
         lines.append(said)
     left_out = [name for name in own if name not in ran_with]
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
@@ -622,9 +646,10 @@ def relevant_line(names: Sequence[str], repeat: int) -> str:
 
 def _relevant(
     draft: Draft, names: Sequence[str], comes_back: Callable[[Sequence[str]], bool], again: str
-) -> tuple[Draft, str]:
+) -> tuple[Draft, str, Needed | None]:
     """`draft` with each of the relevant variables `names` (ENV_PREFIXES: OMP_*, CUDA_*, ...)
-    said as the reruns found it, and the line that says so. `comes_back(kept)`: the failure
+    said as the reruns found it, the line that says so, and those found needed (None where
+    none is shown needed). `comes_back(kept)`: the failure
     came back in a rerun with only `kept` of them. The failure needs a variable only where
     it did not come back without it, made once more (`_not_shown_needed`), as for the
     shell's other variables; where it came back without them all, none is needed."""
@@ -633,7 +658,7 @@ def _relevant(
             f"the failure came back without {_names(names)} of your shell ({len(names)}): "
             "none of them is needed; the spec still sets them as your shell does"
         )
-        return _commented(draft, names, (), RELEVANT_NOT_NEEDED), said
+        return _commented(draft, names, (), RELEVANT_NOT_NEEDED), said, None
     found = Needed(tuple(names), True, 0) if len(names) == 1 else narrow(names, comes_back)
     why = _not_shown_needed(found, names, "failure", comes_back)
     if why:
@@ -642,7 +667,7 @@ def _relevant(
             "the reruns could not tell which it needs (a failure that comes and goes misses "
             "reruns by chance); the spec sets them all as your shell does; " + _capture_again(again)
         )
-        return _commented(draft, names, (), RELEVANT_UNTOLD), said
+        return _commented(draft, names, (), RELEVANT_UNTOLD), said, None
     vary = found.names[0]
     said = (
         _needs(found)
@@ -650,7 +675,7 @@ def _relevant(
         f"[...]}}` and `{vary}: ${{{{ matrix.{_axis(vary)} }}}}` in environment.env"
     )
     comment = needed_comment(found.minimal, len(found.names))
-    return _commented(draft, names, found.names, RELEVANT_NOT_NEEDED, comment), said
+    return _commented(draft, names, found.names, RELEVANT_NOT_NEEDED, comment), said, found
 
 
 def _axis(name: str) -> str:

@@ -1682,14 +1682,17 @@ def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
     result = capture(cli, workdir, "python", "omp.py", env=shell)
     assert (
         "the failure needs OMP_NUM_THREADS as your shell sets it: it did not come back without "
-        "it, and the spec now sets it (environment.env); to see it vary, run the spec with a "
-        "matrix over it, as `matrix: {omp_num_threads: [...]}` and `OMP_NUM_THREADS: "
-        "${{ matrix.omp_num_threads }}` in environment.env"
+        "it, and the spec now sets it (environment.env); to see it vary, add values to "
+        "matrix.omp_num_threads, beside the control cell's"
     ) in result.stdout, result.stdout
     assert "testing your shell's relevant variables, rerun 1: with 0 of the " in result.stderr
+    assert "; the control cell (OMP_NUM_THREADS empty) passed in 1/1 attempt; " in result.stdout
     assert "verdict reproduced" in result.stdout, result.stdout
     text = (workdir / "spec.yaml").read_text()
-    assert "OMP_NUM_THREADS: '4'  # your shell set it: the failure needs it\n" in text, text
+    # It passed without it: the control cell, which sets it empty, passed in the verify too.
+    needed = "OMP_NUM_THREADS: ${{ matrix.omp_num_threads }}  # your shell set it: the failure"
+    assert needed + " needs it\n" in text, text
+    assert spec_document(workdir)["matrix"] == {"omp_num_threads": ["4", None]}
     assert "MKL_NUM_THREADS: '2'  # your shell set it; the failure came back without it\n" in text
     assert "not shown needed" not in text
     # The interpreter's own knobs are not tested, and said so.
