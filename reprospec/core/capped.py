@@ -7,11 +7,14 @@ only through here: the first and the last bytes of a file (`head_tail`), its
 lines with overlong ones skipped without being held (`lines`), a helper
 process's output kept head + tail while it runs (`run`).
 
-It is also the one rule by which a helper's process group is ended (`stop_group`): run in a
-session of its own (a site's sbatch or squeue is often a wrapper whose child holds the
-pipe; uv starts build backends), a helper is ended with everything it started, or a
-timeout, a stop or a Ctrl-C left those running, orphans (slurm/queue.py's squeue,
-slurm/submit.py's sbatch, venvs/build.py's uv).
+It is also the rule by which a helper's process group is ended when the engine ends it
+(`stop_group`): run in a session of its own (a site's sbatch or squeue is often a wrapper
+whose child holds the pipe; uv starts build backends), a helper is ended with everything
+it started, or a timeout, a stop or a Ctrl-C left those running, orphans
+(slurm/queue.py's squeue and sacct, slurm/submit.py's sbatch and scancel, venvs/build.py's
+uv). A long-lived helper the engine asks to exit by its own protocol and waits for (the
+preload fork server: process/start.py's stop_helper) is not ended so: it is given time to
+end its group itself, and only one still running is killed.
 """
 
 from __future__ import annotations
@@ -137,6 +140,11 @@ class HeadTail:
             if len(self.tail) > 2 * self._tail_max:
                 del self.tail[: len(self.tail) - self._tail_max]
 
+    @property
+    def cut(self) -> bool:
+        """Whether bytes were left out: the stream passed its head and tail."""
+        return self.total > len(self.head) + min(len(self.tail), self._tail_max)
+
     def value(self) -> bytes:
         tail = bytes(self.tail[-self._tail_max :]) if self._tail_max else b""
         kept = len(self.head) + len(tail)
@@ -149,17 +157,23 @@ class HeadTail:
 class Completed(NamedTuple):
     """A helper process's end: its status and its output, each capped head + tail.
     `timed_out`: ended at its timeout; `stopped`: ended because its `stop` said so (its
-    group killed either way, `returncode` then the SIGKILL's)."""
+    group killed either way, `returncode` then the SIGKILL's). `cut`: a stream passed
+    what is kept (`limit` + `tail`), bytes of it left out: an answer read whole (squeue's
+    list of jobs) is then no answer, its missing lines not "none"."""
 
     returncode: int | None
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
     stopped: bool = False
+    cut: bool = False
 
 
-# Why `_read_to_end` returned: the process ended, its timeout came, or its `stop` said so.
-_End = Literal["ended", "timeout", "stop"]
+# Why `_read_to_end` returned: the process ended, its timeout came, or its `stop` said so;
+# or, "answered", the process had ended with its answer when the timeout or the stop came,
+# the pipes still held by what it left running in its group (a site's sbatch wrapper's
+# `logger &`): its end, the group's lingering members killed.
+_End = Literal["ended", "answered", "timeout", "stop"]
 
 
 def run(
@@ -209,6 +223,7 @@ def run(
         outputs["stderr"].value(),
         timed_out=end == "timeout",
         stopped=end == "stop",
+        cut=outputs["stdout"].cut or outputs["stderr"].cut,
     )
 
 
@@ -218,7 +233,8 @@ def _read_to_end(
     deadline: float | None,
     stop: Callable[[], bool] | None,
 ) -> _End:
-    """Read `proc`'s pipes until both close and it exits, or `deadline` or `stop` comes first.
+    """Read `proc`'s pipes until both close and it exits, or `deadline` or `stop` comes first
+    ("answered" where it had exited by then, what its pipes held read).
 
     Every wait is a slice of at most SLICE_S: a signal the kernel hands another thread of
     the engine wakes no wait of the main thread, whose handler would otherwise run only
@@ -230,16 +246,19 @@ def _read_to_end(
                 selector.register(pipe, selectors.EVENT_READ, outputs[name])
         while selector.get_map():
             left = _left(deadline)
-            if left <= 0:
-                return "timeout"
-            if stop is not None and stop():
-                return "stop"
+            cut: _End | None = "timeout" if left <= 0 else None
+            if cut is None and stop is not None and stop():
+                cut = "stop"
+            if cut is not None:
+                # The leader may have answered and exited, its pipes held by a member of
+                # its group it left running: that answer is its end, not lost to the cut
+                # (a second Ctrl-C dropped the job id a site's sbatch wrapper had printed).
+                if not _exited(proc):
+                    return cut
+                _drain(selector)
+                return "answered"
             for key, _ in selector.select(left):
-                chunk = os.read(key.fd, _CHUNK)
-                if chunk:
-                    key.data.write(chunk)
-                else:
-                    selector.unregister(key.fileobj)
+                _read_one(selector, key)
     # Both pipes are closed; the process may still run (it closed them itself).
     while (left := _left(deadline)) > 0:
         if stop is not None and stop():
@@ -250,6 +269,38 @@ def _read_to_end(
         except subprocess.TimeoutExpired:
             continue
     return "ended" if proc.poll() is not None else "timeout"
+
+
+def _read_one(selector: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
+    """One read of a ready pipe into its HeadTail; at its EOF it is no longer watched."""
+    chunk = os.read(key.fd, _CHUNK)
+    if chunk:
+        key.data.write(chunk)
+    else:
+        selector.unregister(key.fileobj)
+
+
+def _drain(selector: selectors.BaseSelector) -> None:
+    """What the pipes hold now, read without waiting: the answer of a leader that exited.
+    Bounded by a slice: a member of its group writing on would otherwise keep it here."""
+    until = time.monotonic() + SLICE_S
+    while selector.get_map() and time.monotonic() < until:
+        ready = selector.select(0)
+        if not ready:
+            return
+        for key, _ in ready:
+            _read_one(selector, key)
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether `proc` has exited, left unreaped (WNOWAIT): its pid, its group's id, stays
+    its own until stop_group has SIGKILLed the group."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True  # reaped already
 
 
 def _left(deadline: float | None) -> float:
