@@ -750,7 +750,7 @@ def bisect(
             f"reproduced ({seen.matched}/{seen.attempts}; seen: {_seen(seen)})",
         )
     if seen.matched == 0:
-        return finish("refused", _bad_end_refused(seen, min_rate))
+        return finish("refused", _bad_end_refused(seen, min_rate, good))
     # 2. The good end is not run up front: "the good end is bad too" is hypothesis 0 of
     # the posterior, which every clean attempt of any version weighs against, so the
     # search runs the good end only when that is the most informative attempt (when the
@@ -761,7 +761,11 @@ def bisect(
     while True:
         seen = trials[good]
         if seen.attempts == 0 and seen.infra_error:
-            return finish("refused", f"the good end {good} cannot be tested: {seen.infra_error}")
+            return finish(
+                "refused",
+                f"the good end {good} cannot be tested: {seen.infra_error}"
+                + _untestable_good_end(versions, trials),
+            )
         if seen.attempts == 0 and any(t.attempts == 0 and t.infra_error for t in trials.values()):
             # A version could not be installed: the good end is asked next, once. The search
             # skips an untestable stretch one candidate at a time from its middle outwards,
@@ -809,7 +813,8 @@ def bisect(
                     "refused",
                     f"the good end {good} reproduces too: "
                     f"{plural(seen.matched, 'matching failure')} in "
-                    f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}",
+                    f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}; "
+                    + _good_end_fails(good, bad),
                     best,
                     posts,
                     alive,
@@ -848,7 +853,7 @@ def wilson_upper(matched: int, attempts: int, z: float = 1.96) -> float:
     return wilson(matched, attempts, z)[1]
 
 
-def _bad_end_refused(seen: Trial, min_rate: float) -> str:
+def _bad_end_refused(seen: Trial, min_rate: float, good: str) -> str:
     """Why a bad end that did not reproduce is refused: what was seen, and, where it passed,
     how likely those passes were at the assumed minimum rate, and the way on for a rarer
     failure. The bad end runs only as many attempts as that rate needs (1 at `--min-rate
@@ -857,12 +862,19 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
     refusal says the same, `Tally.missed_at`; both through core/words.missed_chance), only
     where it passed more often than it failed otherwise: else the expect (and the --timeout
     where some hung), not the rate, is the question, and the refusal says to check them (1
-    pass among 9 hangs read "give a lower --min-rate", and then nothing)."""
+    pass among 9 hangs read "give a lower --min-rate", and then nothing).
+
+    A bad end that passed every attempt most likely means a wrong range, said first: the
+    ends swapped (`--good 23.2 --bad 21.3`, which bisect reads as a search for the release
+    that fixed the bug), or a bad end without the bug here; "give a lower --min-rate"
+    alone sent the user to rerun a swapped range with more attempts."""
     reason = (
         f"the bad end {seen.version} did not reproduce in "
         f"{plural(seen.attempts, 'attempt')}; seen: {_seen(seen)}"
     )
     passes = seen.signatures.count("pass")
+    if passes and passes == seen.attempts:
+        reason += "; " + _bad_end_passes(good, seen.version)
     return reason + missed_chance(
         passes,
         seen.attempts - passes,
@@ -871,6 +883,71 @@ def _bad_end_refused(seen: Trial, min_rate: float) -> str:
         hung=seen.signatures.count("hang"),
         timeout=argument("--timeout", "timeout"),
     )
+
+
+def _is_day(version: str) -> bool:
+    """Whether a candidate is a `--by-date` day (`2024-03-01`), not a release."""
+    import re
+
+    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", version) is not None
+
+
+def _newer(one: str, other: str) -> bool | None:
+    """Whether version (or `--by-date` day) `one` is newer than `other`; None where they
+    cannot be told apart (not versions)."""
+    if _is_day(one) and _is_day(other):
+        return one > other  # ISO days sort as text
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(one) > Version(other)
+    except InvalidVersion:
+        return None
+
+
+def _bad_end_passes(good: str, bad: str) -> str:
+    """The likely cause of a bad end that passed every attempt: a wrong range."""
+    swapped = (
+        f"--by-date {bad}..{good}"
+        if _is_day(good)
+        else f"{argument('--good', 'good', bad)} {argument('--bad', 'bad', good)}"
+    )
+    if _newer(good, bad):
+        return (
+            f"the good end {good} is newer, which bisect reads as a search for the release "
+            f"that fixed the bug: did you swap them? ({swapped}, where {good} is the one "
+            "that fails); else the bad end does not have the bug here"
+        )
+    where = "a day" if _is_day(good) else f"a {argument('--bad', 'bad')}"
+    return f"the bad end does not have the bug here: give {where} where it fails"
+
+
+def _good_end_fails(good: str, bad: str) -> str:
+    """The next step where the good end fails too: an end further from the bad one (older,
+    or newer in a search for the fix), where the bug is not."""
+    newer = _newer(good, bad)
+    if _is_day(good):
+        return f"the bug is there too: give {'a later' if newer else 'an earlier'} good day"
+    further = "another" if newer is None else "a newer" if newer else "an older"
+    return (
+        f"the bug is there too: give {further} {argument('--good', 'good')} that passes "
+        f"(further from the bad end {bad})"
+    )
+
+
+def _untestable_good_end(versions: Sequence[str], trials: Mapping[str, Trial]) -> str:
+    """The next step where the good end cannot be tested: the version nearest it that ran
+    (the oldest release that installs, as far as the search saw), else any that installs."""
+    ran = next((v for v in versions[1:] if trials[v].attempts), None)
+    if _is_day(versions[0]):
+        start = f"--by-date {ran}..{versions[-1]}" if ran and ran != versions[-1] else None
+        return f"; the day nearest it that could be tested is {ran}: {start}" if start else ""
+    if ran is not None and ran != versions[-1]:
+        return (
+            f"; the version nearest it that could be tested is {ran}: give "
+            f"{argument('--good', 'good', ran)}"
+        )
+    return f"; give a {argument('--good', 'good')} that can be installed here"
 
 
 def _seen(trial: Trial) -> str:

@@ -81,10 +81,27 @@ def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     # "did not reproduce" alone read as "it does not fail here".
     assert result.reason == (
         f"the bad end 1.19 did not reproduce in {expected} attempts; seen: pass x{expected}; "
+        "the bad end does not have the bug here: give a --bad where it fails; "
         f"at the assumed minimum rate 0.3, {expected} passing attempts had a chance of "
         f"{0.7**expected:.2g}: for a rarer failure, give a lower --min-rate"
     )
     assert result.attempts == expected
+
+
+def test_a_bad_end_older_than_the_good_that_passes_asks_whether_they_were_swapped() -> None:
+    # `--good 1.19 --bad 1.0` of a bug that came with 1.13: bisect reads a newer good end as
+    # a search for the fix, ran the bad end 1.0 20 times, and said only "give a lower
+    # --min-rate", where the range was the question.
+    result = bisect(VERSIONS[::-1], oracle_for(13), min_rate=0.3)
+    assert result.status == "refused"
+    expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
+    assert result.reason.startswith(
+        f"the bad end 1.0 did not reproduce in {expected} attempts; seen: pass x{expected}; "
+        "the good end 1.19 is newer, which bisect reads as a search for the release that "
+        "fixed the bug: did you swap them? (--good 1.0 --bad 1.19, where 1.19 is the one "
+        "that fails); else the bad end does not have the bug here; at the assumed minimum "
+        "rate 0.3,"
+    ), result.reason
 
 
 def test_a_bad_end_that_failed_otherwise_is_refused_without_a_chance() -> None:
@@ -121,8 +138,12 @@ def test_the_good_end_that_fails_is_refused() -> None:
     assert result.status == "refused"
     assert result.reason == (
         "the good end 1.0 reproduces too: 1 matching failure in 1 "
-        "attempt; seen: error:AssertionError x1"
+        "attempt; seen: error:AssertionError x1; the bug is there too: give an older "
+        "--good that passes (further from the bad end 1.19)"
     )
+    # In a search for the fix (the good end newer), the next step is a newer good end.
+    fixed = bisect(VERSIONS[::-1], oracle_for(0))
+    assert fixed.reason.endswith("give a newer --good that passes (further from the bad end 1.0)")
 
 
 def test_a_good_end_that_cannot_be_tested_is_refused_when_the_search_comes_to_it() -> None:
@@ -131,7 +152,10 @@ def test_a_good_end_that_cannot_be_tested_is_refused_when_the_search_comes_to_it
     calls: list[tuple[str, int]] = []
     result = bisect(VERSIONS, oracle_for(1, broken={0}, calls=calls))
     assert result.status == "refused"
-    assert result.reason == "the good end 1.0 cannot be tested: no wheel for this Python"
+    assert result.reason == (
+        "the good end 1.0 cannot be tested: no wheel for this Python; the version nearest "
+        "it that could be tested is 1.1: give --good 1.1"
+    )
     assert calls[-1][0] == "1.0"
 
 
@@ -168,7 +192,10 @@ def test_an_untestable_stretch_from_the_good_end_is_refused_at_once() -> None:
     calls: list[tuple[str, int]] = []
     result = bisect(VERSIONS, oracle_for(17, broken=set(range(15)), calls=calls))
     assert result.status == "refused"
-    assert result.reason == "the good end 1.0 cannot be tested: no wheel for this Python"
+    assert result.reason == (
+        "the good end 1.0 cannot be tested: no wheel for this Python; give a --good that "
+        "can be installed here"
+    )
     # The bad end, the first skip, then the good end.
     assert [version for version, _ in calls][-1] == "1.0"
     assert len(calls) == 3
