@@ -6,14 +6,20 @@ import os
 import shutil
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from time import monotonic
 
 from reprospec.core import capped
 from reprospec.core.frozen import frozen
 
 # What a squeue or sacct answer may hold: a user's whole queue, one line a job (or task).
-# Past it the rest is left out (capped's omission line, which no parser reads as a job):
-# a runaway client cannot fill the login node's memory.
+# Past it the rest is left out, and the answer is none (`_said`): its jobs past the cut
+# are not known, never "not listed" (a running shard read as died). A runaway client
+# cannot fill the login node's memory.
 _SAID_BYTES = 64 << 20
+# squeue's refusal of a job id it no longer knows (asked of one alone: Slurm 22.05 answers
+# a list with those it knows, and nothing for the others).
+_INVALID_ID = "Invalid job id"
+_SQUEUE_JOBS = ["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"]
 
 # squeue/sacct states: still going, or ended (with what that end means for us).
 ACTIVE_STATES = frozenset(
@@ -59,20 +65,47 @@ class QueueEntry:
 
 
 def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry] | None:
-    """squeue (every state it still remembers), then sacct where it answers; None: no answer.
+    """squeue (every state it still remembers), then sacct where it answers; None: no answer
+    (squeue's, or an answer of either cut at _SAID_BYTES: a job missing from it is not
+    known to be gone).
 
-    Keys are (array job id, task) for array tasks and (job id, None) for plain jobs.
+    Only `jobs` are asked of (`--jobs`): every user's queue, arrays expanded, was cut on a
+    large cluster, and a running shard past the cut was called died. Keys are (array job
+    id, task) for array tasks and (job id, None) for plain jobs.
     """
     wanted = {j for j in jobs if j}
     if not wanted:
         return None
-    said = _asked(["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"])
-    if said is None:
+    entries = _squeue_jobs(wanted)
+    if entries is None:
         return None
-    entries = _parse_squeue(said, wanted)
     # sacct knows jobs squeue forgot (MinJobAge), but only with an accounting database.
-    for key, entry in _sacct(wanted).items():
+    accounted = _sacct(wanted)
+    if accounted is None:
+        return None
+    for key, entry in accounted.items():
         entries.setdefault(key, entry)
+    return entries
+
+
+def _squeue_jobs(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry] | None:
+    """squeue's entries of `wanted`; None where it did not answer. A refusal of an id it no
+    longer knows ("Invalid job id specified": one id asked alone, or, from a squeue that
+    refuses a list with one, any) is that job not listed: each id is then asked alone."""
+    ids = sorted(wanted, key=lambda job: (len(job), job))
+    said = _said([*_SQUEUE_JOBS, f"--jobs={','.join(ids)}"], timeout_s=30, stop=None)
+    if not isinstance(said, str):
+        return _parse_squeue(_text(said), wanted)
+    if _INVALID_ID not in said:
+        return None
+    entries: dict[tuple[str, int | None], QueueEntry] = {}
+    for job in ids if len(ids) > 1 else ():
+        one = _said([*_SQUEUE_JOBS, f"--jobs={job}"], timeout_s=30, stop=None)
+        if isinstance(one, str):
+            if _INVALID_ID not in one:
+                return None
+            continue
+        entries.update(_parse_squeue(_text(one), wanted))
     return entries
 
 
@@ -164,11 +197,18 @@ def jobs_marked(
     a short one that ended and left squeue's memory (MinJobAge) before the lookup asked.
     The jobs are `script`'s (the marker was given to its sbatch alone)."""
     fields = ["JobID", "State", "Submit", "Comment", "SubmitLine"]
+    deadline = monotonic() + timeout_s
     said = _said(_sacct_argv(fields, since), timeout_s=timeout_s, stop=stop)
     if isinstance(said, str) and "SubmitLine" in said:
-        # An sacct older than SubmitLine (Slurm 22.05) refuses the field: the comment alone.
+        # An sacct older than SubmitLine (Slurm 22.05) refuses the field: the comment alone,
+        # within what is left of the same `timeout_s` (not a second one).
         fields = fields[:-1]
-        said = _said(_sacct_argv(fields, since), timeout_s=timeout_s, stop=stop)
+        left = deadline - monotonic()
+        if left < 1:
+            return Accounted(None, f"sacct did not answer within {timeout_s:.0f} s")
+        said = _said(_sacct_argv(fields, since), timeout_s=left, stop=stop)
+        if isinstance(said, str) and said.startswith("sacct did not answer"):
+            said = f"sacct did not answer within {timeout_s:.0f} s"
     if isinstance(said, str):
         return Accounted(None, said)
     jobs: dict[str, tuple[str, set[int], bool]] = {}
@@ -253,22 +293,17 @@ def _parse_squeue(text: str, wanted: set[str]) -> dict[tuple[str, int | None], Q
     return out
 
 
-def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
+def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry] | None:
+    """sacct's entries of `wanted`: none where it refuses or is not there (a cluster
+    without accounting: "Slurm accounting storage is disabled"), None where its answer was
+    cut (what it left out may be a job's end)."""
     jobs = ",".join(sorted(wanted))
-    said = _asked(
-        [
-            "sacct",
-            "--noheader",
-            "--parsable2",
-            "--allocations",
-            "--format=JobID,State",
-            f"--jobs={jobs}",
-        ]
-    )
-    if said is None:  # "Slurm accounting storage is disabled": nothing to add
-        return {}
+    argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State"]
+    said = _said([*argv, f"--jobs={jobs}"], timeout_s=30, stop=None)
+    if isinstance(said, str):
+        return None if said == _cut_words("sacct") else {}
     out: dict[tuple[str, int | None], QueueEntry] = {}
-    for line in said.splitlines():
+    for line in _text(said).splitlines():
         job_id, _, state = line.partition("|")
         state = state.split()[0] if state.strip() else ""
         job, _, task = job_id.partition("_")
@@ -292,13 +327,24 @@ def _asked(
     and reading to EOF then waited for that child (a 2 s limit took 20 s, a second Ctrl-C
     was not heard). Its whole group is ended instead."""
     said = _said(argv, timeout_s=timeout_s, stop=stop)
-    return None if isinstance(said, str) else said.stdout.decode(errors="replace")
+    return None if isinstance(said, str) else _text(said)
+
+
+def _text(said: capped.Completed) -> str:
+    """A client's answer as text (any bytes: replaced)."""
+    return said.stdout.decode(errors="replace")
+
+
+def _cut_words(tool: str) -> str:
+    """Why an answer cut at _SAID_BYTES is none."""
+    return f"{tool}'s answer passed {_SAID_BYTES >> 20} MiB and was cut"
 
 
 def _said(
     argv: list[str], *, timeout_s: float, stop: Callable[[], bool] | None
 ) -> capped.Completed | str:
-    """`_asked`'s run of a Slurm client: its end where it answered (exit 0), else why not."""
+    """`_asked`'s run of a Slurm client: its end where it answered (exit 0) whole, else why
+    not (an answer cut at _SAID_BYTES is none: what it left out is not known)."""
     if shutil.which(argv[0]) is None:
         return f"{argv[0]} not found"
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
@@ -311,6 +357,8 @@ def _said(
         return f"{argv[0]} did not answer within {timeout_s:.0f} s"
     if done.stopped:
         return f"{argv[0]} was stopped"
+    if done.cut:
+        return _cut_words(argv[0])
     if done.returncode != 0:
         words = done.stderr.decode(errors="replace").strip().splitlines()
         return words[-1].strip() if words else f"{argv[0]} exit {done.returncode}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -25,6 +24,10 @@ _UNANSWERED = ("timed out", "Zero Bytes were transmitted or received")
 # How long squeue is asked (again and again) whether such a job was queued: slurmctld,
 # slow or stopped for a moment, answers it once it has handled the submission before it.
 _LOOKUP_S = 90.0
+# How the user sees the jobs a lookup weighed: squeue's (their submit time, comment and
+# script), sacct's (the same of jobs it remembers, ended ones too).
+_SEE_SQUEUE = "squeue --me --format=%i,%V,%k,%o"
+_SEE_SACCT = "sacct --format=JobID,Submit,Comment,SubmitLine"
 # Where the user's own sbatch options carry a --comment (ours would replace it), the job is
 # told by its submit time instead: slurmctld's clock may be behind ours by this much.
 _SKEW = timedelta(seconds=60)
@@ -32,6 +35,9 @@ _SKEW = timedelta(seconds=60)
 
 # A stop in the first moment of an sbatch is not told of a wait: sbatch answers at once.
 _TELL_AFTER_S = 2.0
+# How long scancel is waited for (the array of a merge not submitted): a slurmctld that did
+# not answer the merge's sbatch may not answer it either, and the run ends after it.
+_SCANCEL_S = 10.0
 
 
 class LookupWait:
@@ -41,21 +47,42 @@ class LookupWait:
     The first stop is told how long it waits and why; a second ends the wait, sbatch's
     (its process group stopped at once: a hung sbatch waited out its 120 s) or the lookup's,
     the job unconfirmed (SubmissionUnconfirmed: the run folder is kept). `heard` is the stop
-    handler's (commands/interrupt.py), `tell` prints a line of its own."""
+    handler's (commands/interrupt.py), `tell` prints a line of its own.
 
-    __slots__ = ("_lookup_until", "_pending", "_sbatch_until", "_tell", "given_up")
+    The lookup asks squeue, then sacct (`asking`): each stop names the one it waits for.
+    The cancel of an array whose merge was not submitted (`cancelling`) is told as it
+    begins, bounded (_SCANCEL_S), and a stop after the one that ended the merge's sbatch
+    ends it too (`cancel_stopped`)."""
+
+    __slots__ = (
+        "_asking",
+        "_cancel_until",
+        "_cancelled_job",
+        "_lookup_until",
+        "_pending",
+        "_sbatch_until",
+        "_tell",
+        "cancel_stopped",
+        "given_up",
+    )
 
     def __init__(self, tell: Callable[[str], None]) -> None:
         self._tell = tell
         self._sbatch_until: float | None = None  # sbatch running: when we end it
-        self._lookup_until: float | None = None  # squeue asked: when we give up
+        self._lookup_until: float | None = None  # squeue (or sacct) asked: when we give up
+        self._asking = "squeue"  # which of them the lookup asks now
+        self._cancel_until: float | None = None  # scancel running: when we stop waiting
+        self._cancelled_job = ""
         self._pending = False  # a first stop not told yet (it came as sbatch began)
-        # A plain flag, set in the signal handler: an Event's lock, taken there as the
+        # Plain flags, set in the signal handler: an Event's lock, taken there as the
         # main thread held it, would deadlock.
         self.given_up = False
+        self.cancel_stopped = False
 
     def heard(self, again: bool) -> bool:
         """A stop, the first or `again`: True where this told the user of it."""
+        if self._cancel_until is not None:
+            return self._heard_in_cancel(again)
         if self._lookup_until is None and self._sbatch_until is None:
             return False
         if again:
@@ -66,13 +93,38 @@ class LookupWait:
                     "whether it queued the job"
                 )
             else:
-                self._tell("stopping: squeue is no longer asked whether sbatch queued the job")
+                self._tell(
+                    f"stopping: {self._asking} is no longer asked whether sbatch queued the job"
+                )
             return True
         if self._lookup_until is None and monotonic() < self._started_sbatch() + _TELL_AFTER_S:
             self._pending = True  # told at the lookup, if sbatch times out
             return True
         self._tell_wait()
         return True
+
+    def _heard_in_cancel(self, again: bool) -> bool:
+        job = self._cancelled_job
+        if again:
+            self.cancel_stopped = True
+            self._tell(
+                f"stopping: scancel is no longer waited for (array job {job} may stay queued)"
+            )
+        else:
+            left = (self._cancel_until or 0.0) - monotonic()
+            self._tell(
+                f"stopping once scancel has cancelled array job {job} (up to {max(left, 0):.0f} "
+                "s): press Ctrl-C again to stop waiting"
+            )
+        return True
+
+    def cancelling(self, job: str, until: float | None) -> None:
+        """scancel ends array `job` until `until` (None: it has ended), which is told."""
+        self._cancel_until = until
+        self._cancelled_job = job
+        if until is not None:
+            self.cancel_stopped = False
+            self._tell(f"cancelling array job {job} (up to {until - monotonic():.0f} s)")
 
     def _started_sbatch(self) -> float:
         return (self._sbatch_until or 0.0) - _SBATCH_TIMEOUT_S
@@ -82,7 +134,7 @@ class LookupWait:
         now = monotonic()
         if self._lookup_until is not None:
             left = self._lookup_until - now
-            what = f"squeue says whether sbatch queued the job (up to {left:.0f} s)"
+            what = f"{self._asking} says whether sbatch queued the job (up to {left:.0f} s)"
         else:
             left = (self._sbatch_until or now) - now + _LOOKUP_S
             what = f"sbatch answers, or squeue says whether it queued the job (up to {left:.0f} s)"
@@ -99,10 +151,12 @@ class LookupWait:
         if running:
             self.given_up = False
 
-    def lookup(self, until: float | None) -> None:
-        """squeue is asked until `until` (None: no more); a stop that came in sbatch's
-        first moment, untold then (sbatch would have answered at once), is told now."""
+    def lookup(self, until: float | None, asking: str = "squeue") -> None:
+        """`asking` (squeue, sacct) is asked until `until` (None: no more); a stop that came
+        in sbatch's first moment, untold then (sbatch would have answered at once), is told
+        now."""
         self._lookup_until = until
+        self._asking = asking
         if until is not None and self._pending and not self.given_up:
             self._tell_wait()
 
@@ -215,7 +269,7 @@ def _sbatch_or_found(
         which = "" if marker is None else f" (with this sbatch's {marker})"
         raise SubmissionUnconfirmed(
             f"{exc}; squeue was not asked: the job of {argv[-1]}{which} may be queued all "
-            "the same (see squeue --me --format=%i,%V,%k,%o)"
+            f"the same (see {_SEE_SQUEUE})"
         ) from None
     except SbatchUnanswered as exc:
         script = argv[-1]
@@ -243,16 +297,23 @@ def _sbatch_or_found(
             ) from None
         new = [job for job in found if _is_this_submission(job, marker, since, tasks, known)]
         nor = ""
+        # Who listed the jobs `new` holds: the message names it, and how to see them.
+        lister, see = "squeue", _SEE_SQUEUE
+        # The marker named: the job, queued later, is told by it (squeue's %k).
+        which = "submitted since" if marker is None else f"with this sbatch's {marker}"
         if not new and marker is not None:
             # A short job may have ended and left squeue's memory (MinJobAge) before it
             # was asked: sacct remembers it, where the cluster keeps accounting.
+            sacct_s = max(deadline - monotonic(), 5)
+            wait.lookup(monotonic() + sacct_s, "sacct")
             accounted = jobs_marked(
-                marker,
-                script,
-                since,
-                timeout_s=max(deadline - monotonic(), 5),
-                stop=lambda: wait.given_up,
+                marker, script, since, timeout_s=sacct_s, stop=lambda: wait.given_up
             )
+            if wait.given_up:
+                raise SubmissionUnconfirmed(
+                    f"{exc}; squeue lists no job of {script} {which}, and its lookup in sacct "
+                    f"was stopped: it may still be queued (see {_SEE_SQUEUE})"
+                ) from None
             if accounted.jobs is None:
                 nor = f", and sacct cannot say ({accounted.why})"
             else:
@@ -262,19 +323,17 @@ def _sbatch_or_found(
                     for job in accounted.jobs
                     if _is_this_submission(job, marker, since, tasks, known)
                 ]
+                lister, see = "sacct", _SEE_SACCT
         if not new:
-            # The marker named: the job, queued later, is told by it (squeue's %k).
-            which = "submitted since" if marker is None else f"with this sbatch's {marker}"
             raise SubmissionUnconfirmed(
                 f"{exc}; squeue lists no job of {script} {which}{nor}: it may still be queued "
-                "(see squeue --me --format=%i,%V,%k,%o)"
+                f"(see {_SEE_SQUEUE})"
             ) from None
         if len(new) > 1:
             jobs = ", ".join(job.job for job in new)
             raise SubmissionUnconfirmed(
-                f"{exc}; squeue lists {len(new)} jobs of {script} that may be its ({jobs}): "
-                "which one this sbatch queued is not known (see squeue --me "
-                "--format=%i,%V,%k,%o)"
+                f"{exc}; {lister} lists {len(new)} jobs of {script} that may be its ({jobs}): "
+                f"which one this sbatch queued is not known (see {see})"
             ) from None
         job = new[0].job
         say(f"{exc}; slurmctld queued it all the same: job {job} ({script})")
@@ -306,11 +365,39 @@ def _is_this_submission(
     return job.submitted is not None and job.submitted >= since
 
 
-def _scancel(job: str) -> None:
-    if shutil.which("scancel"):
+def _scancel(job: str, wait: LookupWait) -> tuple[bool, str]:
+    """Cancel array `job`, whose merge was not submitted: whether it was, and what came of
+    it in words. Told as it begins, bounded by _SCANCEL_S and ended by a stop after the
+    one that ended the merge's sbatch (`wait`): a slurmctld that did not answer that sbatch
+    held scancel for its 60 s, the user told nothing and the array job left unnamed."""
+    if shutil.which("scancel") is None:
+        return False, f"array job {job} was not cancelled (scancel not found): it may run"
+    wait.cancelling(job, monotonic() + _SCANCEL_S)
+    try:
         # Its own session too: a Ctrl-C as it runs would leave the array queued.
-        with contextlib.suppress(OSError):
-            capped.run(["scancel", job], limit=_ANSWER_BYTES, timeout_s=60)
+        done = capped.run(
+            ["scancel", job],
+            limit=_ANSWER_BYTES,
+            timeout_s=_SCANCEL_S,
+            stop=lambda: wait.cancel_stopped,
+        )
+    except OSError as exc:
+        return (
+            False,
+            f"scancel could not be started ({exc.strerror or exc}): array job {job} may run",
+        )
+    finally:
+        wait.cancelling(job, None)
+    if done.stopped:
+        why = "its scancel was stopped"
+    elif done.timed_out:
+        why = f"scancel did not answer within {_SCANCEL_S:.0f} s"
+    elif done.returncode != 0:
+        words = done.stderr.decode(errors="replace").strip().splitlines()
+        why = f"scancel refused it ({words[-1].strip() if words else f'exit {done.returncode}'})"
+    else:
+        return True, f"array job {job} was cancelled"
+    return False, f"array job {job} may still be queued: {why} (scancel {job})"
 
 
 def submit(
@@ -327,6 +414,7 @@ def submit(
     An sbatch that timed out is looked up in squeue: a job slurmctld queued all the same
     is recorded (`say` tells of it); one not found raises SubmissionUnconfirmed, where the
     caller must keep the run folder. `wait`: what the stop handler tells of a stop then."""
+    wait = wait or LookupWait(lambda _: None)
     array_job = ""
     a_argv: list[str] = []
     chosen = tuple(shards) if shards is not None else tuple(range(1, run.shards + 1))
@@ -337,11 +425,15 @@ def submit(
     m_argv = merge_argv(run, array_job or None)
     try:
         merge_job = _sbatch_or_found(m_argv, frozenset(), known, say, wait)
-    except InfraError:
-        # An array without its merge would leave shards nobody merges: take it back.
-        if array_job:
-            _scancel(array_job)
-        raise
+    except InfraError as exc:
+        # An array without its merge would leave shards nobody merges: take it back, and
+        # say what came of that. One not surely cancelled may run into the run folder:
+        # SubmissionUnconfirmed, which keeps it.
+        if not array_job:
+            raise
+        cancelled, said = _scancel(array_job, wait)
+        kept = isinstance(exc, SubmissionUnconfirmed) or not cancelled
+        raise (SubmissionUnconfirmed if kept else InfraError)(f"{exc}; {said}") from None
     sub = Submission(
         array_job=array_job,
         merge_job=merge_job,

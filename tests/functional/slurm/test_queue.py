@@ -1,7 +1,8 @@
 """What squeue and sacct answer, and what a run's status makes of their silence
 (slurm/queue.py): sacct refusing (no accounting database) adds nothing to squeue's
-entries; squeue refusing, or not there, is no answer at all (None), never "no jobs".
-This machine has no Slurm: each tool is a fake on PATH."""
+entries; squeue refusing, or not there, is no answer at all (None), never "no jobs"; an
+answer cut at its bound is none either. Each tool is a fake on PATH (squeue's refusal of
+an id it no longer knows is Slurm 22.05's own, as asked of this machine's test cluster)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,70 @@ def test_a_wrapper_squeue_whose_child_holds_the_pipe_is_ended_at_the_stop(
     while child.exists() and child.read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
         assert monotonic() < ended, child.read_text()
         sleep(0.05)
+
+
+# squeue as Slurm 22.05 answers --jobs: the lines of the ids it knows (42, an array of two
+# tasks, and 45); one id alone that it does not know is refused (exit 1), a list of them
+# answered with nothing; `strict` (a file): any unknown id in a list refused, as a squeue
+# that asks of each may. Every argv is written to `asked`.
+_SQUEUE_BY_ID = """echo "$*" >> {tools}/asked
+for a; do case "$a" in --jobs=*) ids="${{a#--jobs=}}" ;; esac; done
+[ -n "$ids" ] || {{ echo 'every job of every user' ; exit 0; }}
+out=""; unknown=0; n=0
+for id in $(echo "$ids" | tr , ' '); do
+  n=$((n + 1))
+  case "$id" in
+    42) out="${{out}}42|1|42_1|RUNNING|None\n42|2|42_2|PENDING|Resources\n" ;;
+    45) out="${{out}}45|N/A|45|PENDING|Dependency\n" ;;
+    *) unknown=1 ;;
+  esac
+done
+if [ $unknown = 1 ] && {{ [ $n = 1 ] || [ -f {tools}/strict ]; }}; then
+  echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1
+fi
+printf "$out"
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_squeue_is_asked_of_the_runs_jobs_alone_and_an_id_it_forgot_is_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strict: bool
+) -> None:
+    # squeue was asked for every user's jobs, every array expanded: on a large cluster an
+    # answer of gigabytes, cut at its bound, and the run's jobs past the cut unseen.
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    fake_tool(tmp_path, "squeue", _SQUEUE_BY_ID.format(tools=tmp_path))
+    fake_tool(tmp_path, "sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1")
+    if strict:
+        (tmp_path / "strict").write_text("")
+    entries = query_queue(["45", "42", "44"])
+    assert entries is not None
+    assert {key: entry.state for key, entry in entries.items()} == {
+        ("42", 1): "RUNNING",
+        ("42", 2): "PENDING",
+        ("45", None): "PENDING",
+    }
+    asked = (tmp_path / "asked").read_text().splitlines()
+    assert asked[0].endswith(" --jobs=42,44,45")
+    # A refused list is asked again id by id; a squeue that answers the list, once.
+    assert [line.rsplit(" ", 1)[1] for line in asked[1:]] == (
+        ["--jobs=42", "--jobs=44", "--jobs=45"] if strict else []
+    )
+    # One id squeue no longer knows (refused, exit 1) is that job not listed, not silence.
+    assert query_queue(["44"]) == {}
+
+
+_FLOOD = "yes '7000001|1|7000001_1|PENDING|Priority' | head -c 70000000"
+
+
+@pytest.mark.parametrize("cut", ["squeue", "sacct"])
+def test_an_answer_cut_at_its_bound_is_no_answer_never_jobs_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    # 70 MB of other lines, then the run's: cut at 64 MiB, the running shard read as not
+    # listed, and `slurm status` called it died and suggested a resume.
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    said = {"squeue": "echo '42|1|42_1|RUNNING|None'", "sacct": "echo '42_1|RUNNING'"}
+    for tool, line in said.items():
+        fake_tool(tmp_path, tool, f"{_FLOOD}; {line}" if tool == cut else line)
+    assert query_queue(["42"]) is None

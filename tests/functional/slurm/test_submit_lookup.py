@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from datetime import datetime
 from pathlib import Path
+from time import monotonic, sleep
 
 import pytest
 
-from reprospec.slurm.submit import SubmissionUnconfirmed, _sbatch_or_found
+from reprospec.slurm.queue import Accounted, jobs_marked
+from reprospec.slurm.submit import LookupWait, SubmissionUnconfirmed, _sbatch_or_found
 from tests.support.fakeslurm import fake_tool
 
 TIMED_OUT = "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation"
@@ -161,3 +165,83 @@ def test_a_cluster_without_accounting_is_said_where_squeue_lists_no_marked_job(
         f"sbatch's {marker}, and sacct cannot say (Slurm accounting storage is disabled): it "
         "may still be queued (see squeue --me --format=%i,%V,%k,%o)"
     )
+
+
+def test_two_marked_jobs_sacct_lists_are_said_as_saccts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by sacct (squeue lists none), the message said "squeue lists 2 jobs" and sent
+    # the user to squeue, which lists neither.
+    _tools(tmp_path, monkeypatch, "", "500_1 COMPLETED @ @\n501_1 COMPLETED @ @\n")
+    with pytest.raises(SubmissionUnconfirmed) as raised:
+        _sbatch_or_found(
+            ["sbatch", "--parsable", "/r/array.sbatch"], frozenset({1}), set(), lambda _: None
+        )
+    assert str(raised.value) == (
+        f"sbatch timed out: {TIMED_OUT}; sacct lists 2 jobs of /r/array.sbatch that may be "
+        "its (500, 501): which one this sbatch queued is not known (see sacct "
+        "--format=JobID,Submit,Comment,SubmitLine)"
+    )
+
+
+def test_a_second_stop_while_sacct_is_asked_names_sacct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stops were told "squeue says ..." and "squeue is no longer asked" as sacct was,
+    # and the end read "sacct cannot say (sacct was stopped)".
+    _tools(tmp_path, monkeypatch, "")
+    fake_tool(tmp_path, "sacct", f"touch {tmp_path}/sacct-asked; exec sleep 30")
+    told: list[str] = []
+    wait = LookupWait(told.append)
+
+    def stop_twice() -> None:
+        deadline = monotonic() + 30
+        while not (tmp_path / "sacct-asked").exists() and monotonic() < deadline:
+            sleep(0.05)
+        wait.heard(False)
+        wait.heard(True)
+
+    stopper = threading.Thread(target=stop_twice, daemon=True)
+    stopper.start()
+    began = monotonic()
+    with pytest.raises(SubmissionUnconfirmed) as raised:
+        _sbatch_or_found(
+            ["sbatch", "--parsable", "/r/array.sbatch"],
+            frozenset({1}),
+            set(),
+            lambda _: None,
+            wait,
+        )
+    stopper.join()
+    assert monotonic() - began < 10
+    marker = (tmp_path / "marker").read_text().strip()
+    assert re.fullmatch(
+        r"stopping once sacct says whether sbatch queued the job \(up to \d+ s\), so that "
+        r"slurm\.json records it: press Ctrl-C again to stop waiting \(the run folder is kept\)",
+        told[0],
+    ), told
+    assert told[1:] == ["stopping: sacct is no longer asked whether sbatch queued the job"]
+    assert str(raised.value) == (
+        f"sbatch timed out: {TIMED_OUT}; squeue lists no job of /r/array.sbatch with this "
+        f"sbatch's {marker}, and its lookup in sacct was stopped: it may still be queued "
+        "(see squeue --me --format=%i,%V,%k,%o)"
+    )
+
+
+def test_sacct_asked_again_without_submitline_shares_the_first_runs_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An sacct older than SubmitLine refuses it after 2 s (a slow slurmdbd): the second
+    # run, the comment alone, was given the whole time again (3 + 3 s, not 3).
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    fake_tool(
+        tmp_path,
+        "sacct",
+        'case "$*" in *SubmitLine*) sleep 2; '
+        "echo 'sacct: error: Invalid field requested: \"SubmitLine\"' >&2; exit 1 ;; esac\n"
+        "exec sleep 30",
+    )
+    began = monotonic()
+    accounted = jobs_marked("reprospec:x", "/r/array.sbatch", datetime.now(), timeout_s=3)
+    assert monotonic() - began < 4.5
+    assert accounted == Accounted(None, "sacct did not answer within 3 s")

@@ -12,11 +12,13 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from reprospec.slurm.submit import LookupWait, _sbatch_or_found
 from tests.support.cli import ROOT, Cli
 from tests.support.fakeslurm import fake_tool
 
@@ -255,3 +257,110 @@ def test_a_second_ctrl_c_while_sbatch_has_not_answered_ends_it_at_once(tmp_path:
         lines[2],
     ), stderr
     assert proc.returncode == 3, stderr
+
+
+@pytest.mark.parametrize("scancel", ["answers", "hangs"])
+def test_the_array_of_a_merge_stopped_unsubmitted_is_cancelled_within_a_bound_and_named(
+    tmp_path: Path, scancel: str
+) -> None:
+    # The merge's sbatch hung (slurmctld not answering) and a second Ctrl-C ended it: the
+    # array (555) was then scancelled for up to 60 s, unsaid and beyond any stop, and the
+    # message named only merge.sbatch. The cancel is told, bounded, ended by a third
+    # Ctrl-C, and its result named with the array job.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(
+        tools,
+        "sbatch",
+        'for a; do last=$a; done\ncase "$last" in *array.sbatch) echo 555 ;; '
+        f'*) touch "{tools}/asked"; sleep 100; echo 556 ;; esac',
+    )
+    hang = "exec sleep 100" if scancel == "hangs" else "exit 0"
+    fake_tool(tools, "scancel", f'echo "$*" > "{tools}/cancelled"; {hang}')
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    argv = [sys.executable, "-m", "reprospec", "slurm", str(spec), "--shards", "1"]
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        [*argv, "--out", str(shared)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (tools / "asked").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tools / "asked").exists(), "the merge's sbatch was never started"
+        time.sleep(2.5)  # past sbatch's first moment, where a first stop is told its wait
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        if scancel == "hangs":
+            while not (tools / "cancelled").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert time.monotonic() - started < 8, stderr
+    assert (tools / "cancelled").read_text() == "555\n"
+    (run,) = (shared / "slurm").iterdir()
+    lines = stderr.splitlines()
+    assert lines[2] == "reprospec: cancelling array job 555 (up to 10 s)", stderr
+    result = "array job 555 was cancelled"
+    if scancel == "hangs":
+        assert lines[3] == (
+            "reprospec: stopping: scancel is no longer waited for (array job 555 may stay queued)"
+        ), stderr
+        result = "array job 555 may still be queued: its scancel was stopped (scancel 555)"
+    assert re.fullmatch(
+        r"reprospec: sbatch was stopped before it answered \(after \d+ s\); squeue was not "
+        + re.escape(f"asked: the job of {run / 'merge.sbatch'} (with this sbatch's reprospec:")
+        + r"[0-9a-f]{32}\) may be queued all the same \(see squeue --me "
+        + re.escape(f"--format=%i,%V,%k,%o); {result}; the run folder is kept: {run}"),
+        lines[-1],
+    ), stderr
+    assert proc.returncode == 3, stderr
+
+
+def test_a_second_stop_after_sbatch_answered_keeps_its_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A site's sbatch wrapper: the real sbatch answered 101 and the wrapper exited, a logger
+    # it started in the background holding stdout. A second Ctrl-C then said "sbatch was
+    # stopped before it answered" and dropped job 101, queued and unrecorded.
+    fake_tool(tmp_path, "sbatch", f'echo 101; sleep 60 & echo $! > "{tmp_path}/logger"')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    wait = LookupWait(lambda _: None)
+
+    def stop_twice() -> None:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "logger").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        wait.heard(False)
+        wait.heard(True)
+
+    stopper = threading.Thread(target=stop_twice, daemon=True)
+    stopper.start()
+    began = time.monotonic()
+    job = _sbatch_or_found(
+        ["sbatch", "--parsable", str(tmp_path / "array.sbatch")],
+        frozenset({1}),
+        set(),
+        lambda _: None,
+        wait,
+    )
+    stopper.join()
+    assert (job, wait.given_up) == ("101", True)
+    assert time.monotonic() - began < 10
