@@ -482,8 +482,9 @@ def _is_cxx_type(name: str) -> bool:
     after a qualified name, a template's `>`, a C++ type word or another of them, so that a
     mistyped Python name (`Cuda*`, `ValueError&`, `a & b`), which no crash names, is refused
     as it was. A type of the global namespace thrown by pointer (`Fault*`) is refused too:
-    no spelling tells it from `Cuda*`; and so, by the same rule, is one of its templates
-    (`Value<Error>`, which was valid and never met a Python exception)."""
+    no spelling tells it from `Cuda*`. One of its templates is not (`GErr<int>`, `GErr<int>*`,
+    `Result<int, std::error_code>`): std::terminate prints them, capture wrote them, and a
+    Python name's slip never holds a `<`."""
     if not _CXX_TYPE.fullmatch(name) or name != name.strip() or not _cxx_shaped(name):
         return False
     for mark in re.finditer(r"[*&]", name):
@@ -514,10 +515,11 @@ def _cxx_shaped(name: str) -> bool:
     its brackets nested, not just as many of each (`a>b<c`), a `<` right after a template's
     name (`x<<y>>` is none), a `::` between two names (`std::`, `std::::x` are none), a `,`
     only inside brackets (`std::a, std::b` is two types, which no exception is), and a
-    template's `>` followed by no name (`Value<>Error`); and where it is a template at its
-    top level, a qualified one (`std::map<int, int>`, `boost::wrapexcept<...>`): a template
-    of the global namespace is refused as `Fault*` is, its `::`-less spelling one of no
-    namespace a crash's types come from that a Python name's slip could not make."""
+    template's `>` followed by no name (`Value<>Error`), nor by a `(` but where a space
+    parts them: a function type whose return is a template, as the demangler spaces it
+    (`std::function<std::vector<int, std::allocator<int> > (int)>`); `Foo<int>(int)` is
+    no type std::terminate prints. A template of the global namespace (`GErr<int>`) is one
+    as any other is."""
     tokens: list[tuple[str, int]] = []
     at = 0
     while at < len(name):
@@ -527,7 +529,6 @@ def _cxx_shaped(name: str) -> bool:
         tokens.append((found[1], found.start(1)))
         at = found.end()
     stack: list[str] = []
-    top_template = top_qualified = False
     for index, (token, start) in enumerate(tokens):
         before = tokens[index - 1][0] if index else ""
         after = tokens[index + 1][0] if index + 1 < len(tokens) else ""
@@ -536,22 +537,21 @@ def _cxx_shaped(name: str) -> bool:
                 return False
             if not (after[:1].isalnum() or after[:1] == "_" or after == "("):
                 return False
-            top_qualified = top_qualified or not stack
         elif token == "<":
             if not (start and (name[start - 1].isalnum() or name[start - 1] == "_")):
                 return False
-            top_template = top_template or not stack
             stack.append(token)
         elif token in ("(", "["):
             stack.append(token)
         elif token in _CLOSES:
             if not stack or stack.pop() != _CLOSES[token] or before in (",", "::"):
                 return False
-            if token == ">" and after and after not in _AFTER_TEMPLATE:
+            spaced_call = after == "(" and name[start + 1 : start + 2] == " "
+            if token == ">" and after and after not in _AFTER_TEMPLATE and not spaced_call:
                 return False
         elif token == "," and (not stack or before in (",", "<", "(", "::")):
             return False
-    return not stack and (top_qualified or not top_template)
+    return not stack
 
 
 # The builtin exceptions newer than the oldest Python a spec names (environment.python, for

@@ -231,3 +231,42 @@ def test_a_type_no_spec_can_name_is_said_not_expected_by_both_captures(
         assert "names no exception class" not in checked.stdout + checked.stderr, checked.stderr
     cell = _ran_ticket(cli, tmp_path)
     assert cell["verdict"] == "reproduced", cell
+
+
+_TEMPLATES = """
+#include <functional>
+#include <stdexcept>
+#include <vector>
+template <class T> struct GErr : std::runtime_error { GErr() : std::runtime_error("g") {} };
+int main(int argc, char**) {
+  if (argc > 1) throw std::function<std::vector<int>(int)>();
+  throw GErr<int>();
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ((), "GErr<int>"),
+        (("f",), "std::function<std::vector<int, std::allocator<int> > (int)>"),
+    ],
+)
+def test_a_template_std_terminate_names_is_expected_by_capture(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...], named: str
+) -> None:
+    """A template of the global namespace (`GErr<int>`), and a function type whose return is
+    a template (`... > (int)>`, the demangler's space before its `(`): std::terminate names
+    them, and capture wrote them as it wrote any other type, until the spelling check
+    refused both and capture left them out, quoted in a comment, as it leaves `Fault*`."""
+    work = tmp_path / "work"
+    _build(work, "tmpl", _TEMPLATES)
+    printed = subprocess.run(["./tmpl", *args], cwd=work, capture_output=True, text=True).stderr
+    assert f"instance of '{named}'" in printed, printed
+    made = cli("capture", "-o", str(tmp_path / "s.yaml"), "--", "./tmpl", *args, cwd=work)
+    assert made.code == 0, made.stdout + made.stderr
+    text = (tmp_path / "s.yaml").read_text()
+    assert "cannot spell" not in text, text
+    expect = load_spec(str(tmp_path / "s.yaml")).document["expect"]
+    assert isinstance(expect, dict), expect
+    assert expect["exception"] == named, expect
