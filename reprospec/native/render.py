@@ -233,17 +233,30 @@ def _runs_the_command(shell: ProcessStacks, by_pid: Mapping[int, ProcessStacks])
     )
 
 
-# What makes a `-c` line more than one simple command, once its quoted words and descriptor
-# redirections (`2>&1`) are taken out: a list, a pipeline, a background job, a group, a line.
-_COMPOUND = Lazy(r"[;&|(){}\n]")
+# Parts of one simple command that hold an operator's character: a parameter's expansion
+# (`${HOME}`, `${X:-a;b}`), a clobbering redirection (`>|`). (An arithmetic one, `$((1|2))`,
+# is `skeleton`'s None, as a command substitution is.)
+_EXPANSION = Lazy(r"\$\{[^}]*\}|>\|")
+# A comment: a `#` that begins a word, to its line's end (`./nap # why`), no command.
+_COMMENT = Lazy(r"(?:^|(?<=\s))#[^\n]*")
+# What makes a `-c` line more than one simple command, once its quoted words, descriptor
+# redirections (`2>&1`), expansions and comments are taken out: a list, a pipeline, a
+# background job, a subshell, a new line, or a group (a `{` or `}` that is a word of its own;
+# `x{1,2}` and `{}` are words, as `find -exec ... {}` passes them).
+_COMPOUND = Lazy(r"[;&|()\n]|(?:^|(?<=\s))[{}](?=\s|$)")
 
 
 def _one_command(line: str) -> bool:
     """Whether a `sh -c` line is one simple command (`./nap 'x y'`, `FOO=1 ./nap`, `./nap >
-    /dev/null`), whose program is the whole command; not a list or pipeline (`./nap; echo
-    done`, `cd sub && ./nap`) nor one with a command substitution (`skeleton`'s None)."""
+    /dev/null`, `./nap ${HOME} x{1,2} # why`), whose program is the whole command; not a list
+    or pipeline (`./nap; echo done`, `cd sub && ./nap`, `{ ./nap; }`) nor one with a command
+    substitution (`skeleton`'s None): `./nap ${HOME}` read as a list named the spec's own
+    program `a process it ran (nap /root)`."""
     unquoted = skeleton(line.strip())
-    return unquoted is not None and not _COMPOUND.search(DUPLICATE.sub(" ", unquoted))
+    if unquoted is None:
+        return False
+    words = _COMMENT.sub(" ", _EXPANSION.sub("w", DUPLICATE.sub(" ", unquoted)))
+    return not _COMPOUND.search(words)
 
 
 def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:

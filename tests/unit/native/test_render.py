@@ -559,3 +559,46 @@ def test_a_reader_listed_after_its_child_still_gives_way_to_its_surest_child() -
     # A process that hangs by itself listed first, below no reader, keeps its place.
     alone = replace(deadlocked, ppid=10)
     assert hung_process(NativeStacks(processes=(_ROOT_SH, alone, _PP, sleeps))) == alone
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "./nap ${HOME}",
+        "./nap ${X:-a;b}",
+        "./nap x{1,2}",
+        "./nap {}",
+        "./nap # why; not a list",
+        "./nap >| out",
+        "./nap 'a; b' 2>&1",
+        "FOO=1 ./nap > /dev/null",
+    ],
+)
+def test_one_simple_command_with_an_operator_s_character_runs_the_spec_s_own_program(
+    text: str,
+) -> None:
+    # `./nap ${HOME}` read as a list: the spec's own program was `a process it ran (nap
+    # /root)`. An expansion, a brace word, a comment and `>|` are parts of one command.
+    own = replace(_shell("attach", *_WAIT4, command=f"/bin/sh -c {text}"), pid=20, ppid=1)
+    assert hung_descendant(NativeStacks(processes=(own, _PP_NAP))) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "./nap; echo done",
+        "cd sub && ./nap",
+        "./nap || true",
+        "./nap | cat",
+        "./nap &",
+        "(./nap)",
+        "{ ./nap; }",
+        "{ ./nap\n}",
+        "./nap\necho done",
+        "./nap # why\necho done",
+        "./nap $(echo x)",
+    ],
+)
+def test_a_list_s_process_is_one_it_ran(text: str) -> None:
+    own = replace(_shell("attach", *_WAIT4, command=f"/bin/sh -c {text}"), pid=20, ppid=1)
+    assert hung_descendant(NativeStacks(processes=(own, _PP_NAP))) == "./nap", text
