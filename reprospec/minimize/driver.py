@@ -1316,22 +1316,18 @@ def _env(document: Mapping[str, JsonValue]) -> bool:
 
 
 def _start_size(original: Program) -> str:
-    """The program's size as the search starts, counted as the answer's `11 -> 1` counts a
-    file minimize changes, as it writes it (`Program.lines`, `ast.unparse`'s layout, which
-    the search compares candidates in): the start said `minimizing 8 lines of Python in the
-    files' own layout` (a line of `a = 1; b = 2`, which unparse writes as two) of a search
-    whose answer read `11 -> 1`. Their own layout's count beside it where it differs (what
-    an editor shows); a file the search leaves whole is counted as it is in the answer."""
+    """The program's size as the search starts, in its files' own layout (what an editor
+    shows), and, where it differs, as minimize writes them (`Program.lines`, `ast.unparse`'s
+    layout, which the search compares candidates in), said of neither as the answer's: the
+    answer counts a file minimize changes as it writes it, and one the search leaves whole as
+    it is (`report.sizes`), which is known only at the end. `minimizing 2 lines ..., the
+    answer's count` was said of `import os; os.abort()`, left whole, before `1 -> 1 lines`."""
     files = ", ".join(p for p, _ in original.files)
     if not files:
         return "0 lines (no Python files)"
     written, own = original.lines, original.given_lines[0]
-    if written == own:
-        return f"{written} lines of Python ({files})"
-    return (
-        f"{written} lines of Python as minimize writes them, the answer's count ({files}; "
-        f"{own} in the files' own layout)"
-    )
+    said = f"{plural(own, 'line')} of Python ({files}"
+    return f"{said})" if written == own else f"{said}; {written} as minimize writes them)"
 
 
 def _size(program: Program, original: Program) -> str:

@@ -169,7 +169,7 @@ def test_a_minimization_without_its_passing_cells_says_so_and_counts_lines_once(
     """MinimizeOptions(passing_cells=False) on a spec with a passing cell said "the spec has
     no passing cell": it has one, which the option left out. And the start said
     `minimizing 5 lines of Python in the files' own layout` (a line of `a = 1; b = 2`,
-    which minimize writes as two) of a search whose answer read `9 -> N`: one count."""
+    which minimize writes as two) of a search whose answer read `9 -> N`: both counts."""
     _write(
         tmp_path,
         "crash.py",
@@ -196,9 +196,8 @@ def test_a_minimization_without_its_passing_cells_says_so_and_counts_lines_once(
     assert left_out in (found.output / "minimize.md").read_text()
     start = next(line for line in said if line.startswith("minimizing "))
     assert start.startswith(
-        "minimizing 9 lines of Python as minimize writes them, the answer's count (crash.py; "
-        "5 in the files' own layout) for cell mode=boom; passing cells checked: none (the "
-        "spec's 1 left out: passing_cells=False)"
+        "minimizing 5 lines of Python (crash.py; 9 as minimize writes them) for cell "
+        "mode=boom; passing cells checked: none (the spec's 1 left out: passing_cells=False)"
     ), start
     assert any(line.startswith("9 -> ") for line in text.splitlines()), text
 

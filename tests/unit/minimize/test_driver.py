@@ -140,8 +140,8 @@ def test_the_progress_counts_lines_as_the_answer_does() -> None:
     result.program, result.original = best, original  # type: ignore[attr-defined]
     assert sizes(result).lines == (4, 3)  # type: ignore[arg-type]
     # The split call in a file minimize changes: the answer counts its original as
-    # unparse writes it (3 -> 2); the start said `minimizing 4 lines of Python in the files'
-    # own layout`, and now counts as the answer does, their own layout's count beside it.
+    # unparse writes it (3 -> 2), and one the search leaves whole as it is; the start, which
+    # cannot know which, says the files' own layout's count, the other beside it.
     from reprospec.minimize.driver import _start_size
 
     original = Program((), (), files=(("train.py", f"{data}import os\nx = 1\n"),))
@@ -149,11 +149,13 @@ def test_the_progress_counts_lines_as_the_answer_does() -> None:
     result.program, result.original = best, original  # type: ignore[attr-defined]
     assert sizes(result).lines == (3, 2)  # type: ignore[arg-type]
     assert _size(best, original) == "2 lines"
-    assert _start_size(original) == (
-        "3 lines of Python as minimize writes them, the answer's count (train.py; 4 in the "
-        "files' own layout)"
-    )
+    assert _start_size(original) == "4 lines of Python (train.py; 3 as minimize writes them)"
     assert _start_size(best) == "2 lines of Python (train.py)"  # (one layout: one count)
+    # A file the search leaves whole is counted as it is: `import os; os.abort()` read
+    # `minimizing 2 lines ..., the answer's count` before `1 -> 1 lines`.
+    whole = Program((), (), files=(("crash.py", "import os; os.abort()\n"),))
+    assert _start_size(whole) == "1 line of Python (crash.py; 2 as minimize writes them)"
+    assert "answer" not in _start_size(whole)
     assert _start_size(Program((), ())) == "0 lines (no Python files)"
 
 
