@@ -39,16 +39,25 @@ _AFTER = r"(?=/|$|[^\w.-])"
 # A terminal's colour code right before a path (`\x1b[33m/work/main/.venv/x`, pytest's or a
 # logger's coloured line; `\u001b[33m` as JSON escapes it): its `m` read as a word's, and
 # the path was left as it was. No lookbehind can be of its varying width, so it is matched,
-# kept (`_name` gives it back), and looked for only in a text that holds one (`_compiled`).
-_SGR = r"(?P<sgr>(?:\x1b|\\u001b)\[[0-9;]*m)"
+# kept (`_name` gives it back), in a pattern of its own that starts at the ESC, run only on a
+# text that holds one (`_coloured`): as one alternative of the main pattern's start, every
+# `/` of a text holding one ESC tried it too, lines of `/` 3x. A run of codes, of any final
+# letter: gcc's `\x1b[01m\x1b[K` (bold, then erase to the line's end) before a file's path.
+# Each spelling of ESC its own pattern, which starts with it as a literal (the engine then
+# skips to each ESC; an alternation of the two tried every character, 15x slower).
+_ESCAPES = ("\x1b", "\\u001b")
+
+
+def _sgr(esc: str) -> str:
+    """The pattern of a run of colour codes whose ESC is spelled `esc` (`_ESCAPES`)."""
+    code = re.escape(esc) + r"\[[0-9;:]*[A-Za-z]"
+    return f"(?P<sgr>{code}(?:{code})*)"
 
 
 # The engine's short scratch folders (process/scratch.py ORPHAN_PREFIX), each attempt's pair.
-_SCRATCH = Lazy(
-    rf"(?:(?=/){_BEFORE}|{_SGR}(?=/))"
-    + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(?P<kind>tmp|cache)"
-    + _AFTER
-)
+_SCRATCH_PATH = r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(?P<kind>tmp|cache)" + _AFTER
+_SCRATCH = Lazy("(?=/)" + _BEFORE + _SCRATCH_PATH)
+_SCRATCH_COLOURED = {esc: Lazy(_sgr(esc) + "(?=/)" + _SCRATCH_PATH) for esc in _ESCAPES}
 _SCRATCH_NAMES = {"tmp": "<TMPDIR>", "cache": "<XDG_CACHE_HOME>"}
 # The label of the user's name where it is a folder of a path outside the home folder.
 USER = "<user>"
@@ -87,12 +96,12 @@ class PathNames:
         # `/`, `<` of a copy's labelled root (`<home>/proj`); never `.`: a relative spelling
         # is looked for only at `../` (`_compiled`).
         self._firsts = re.escape("".join({path[0] for path, _ in roots}))
-        self._patterns: dict[tuple[bool, bool, bool], re.Pattern[str] | None] = {}
+        # (relative, escaped, the ESC of a colour code before the path or "")
+        self._patterns: dict[tuple[bool, bool, str], re.Pattern[str] | None] = {}
 
     def _compiled(self, text: str) -> re.Pattern[str] | None:
-        """The pattern `text` needs: the relative spellings only where it holds a `../`, a
-        start after a JSON string's escaped line break only where it holds a `\\`, and one
-        after a terminal's colour code (`_SGR`) only where it holds one.
+        """The pattern `text` needs: the relative spellings only where it holds a `../`, and
+        a start after a JSON string's escaped line break only where it holds a `\\`.
 
         Each alternative costs every character a path could start at: with `.` a start and
         both ways of `_BEFORE`, 20 MB of pytest's progress dots took 1.48 s, not 0.53 s,
@@ -100,15 +109,26 @@ class PathNames:
         before relative spellings were named; a text with a `../` pays for them."""
         relative = bool(self._relative) and "../" in text
         escaped = "\\" in text
-        # (one character's test, 0.03 ms of 2 MB: `"\x1b[" in text` took 3 ms, a tenth of
-        # masking a plain log; the escaped spelling is looked for only in an escaped text)
-        coloured = "\x1b" in text or (escaped and "\\u001b" in text)
-        key = (relative, escaped, coloured)
+        return self._pattern((relative, escaped, ""))
+
+    def _coloured(self, text: str) -> list[re.Pattern[str]]:
+        """The patterns of a path right after a colour code (`_sgr`), one per spelling of
+        ESC `text` holds (one character's test, 0.03 ms of 2 MB: `"\x1b[" in text` took 3
+        ms, a tenth of masking a plain log; the escaped one looked for only in an escaped
+        text): none in most texts. Each starts at its ESC, so only those places are tried."""
+        escaped = "\\" in text
+        held = [esc for esc in _ESCAPES if (escaped or esc == "\x1b") and esc in text]
+        if not held:
+            return []
+        relative = bool(self._relative) and "../" in text
+        return [p for esc in held if (p := self._pattern((relative, False, esc))) is not None]
+
+    def _pattern(self, key: tuple[bool, bool, str]) -> re.Pattern[str] | None:
         if key not in self._patterns:
-            self._patterns[key] = self._pattern_for(relative, escaped, coloured)
+            self._patterns[key] = self._pattern_for(*key)
         return self._patterns[key]
 
-    def _pattern_for(self, relative: bool, escaped: bool, coloured: bool) -> re.Pattern[str] | None:
+    def _pattern_for(self, relative: bool, escaped: bool, esc: str) -> re.Pattern[str] | None:
         firsts = self._firsts + ("." if relative else "")
         spellings = [f"(?P<absolute>{'|'.join(self._absolute)})"] if self._absolute else []
         if relative:
@@ -120,12 +140,8 @@ class PathNames:
         if not spellings:
             return None
         # The character before first (one test, failed by most of a text's characters),
-        # then the first character of a path.
-        before = _BEFORE if escaped else _BEFORE_PLAIN
-        if coloured:
-            # A path's first character or a colour code's, one test failed by most of a
-            # text's characters; then either start.
-            before = f"(?=[{firsts}\x1b\\\\])(?:{before}|{_SGR})"
+        # then the first character of a path; or the colour code before it, its ESC `esc`.
+        before = _sgr(esc) if esc else _BEFORE if escaped else _BEFORE_PLAIN
         return re.compile(before + f"(?=[{firsts}])(?:{'|'.join(spellings)}){_AFTER}(?P<slash>/?)")
 
     def shorten(self, text: str) -> str:
@@ -138,10 +154,16 @@ class PathNames:
         if not text:
             return text
         if "/reprospec-tmp-" in text:  # (a pattern's scan costs every `/` of a text)
-            text = _SCRATCH.sub(lambda m: (m["sgr"] or "") + _SCRATCH_NAMES[m["kind"]], text)
-        pattern = self._compiled(text)
-        if pattern is not None:
-            text = pattern.sub(self._name, text)
+            text = _SCRATCH.sub(lambda m: _SCRATCH_NAMES[m["kind"]], text)
+            for esc in _ESCAPES:
+                if esc in text:
+                    named = _SCRATCH_COLOURED[esc]
+                    text = named.sub(lambda m: m["sgr"] + _SCRATCH_NAMES[m["kind"]], text)
+        # (they never meet: a path the main pattern names has no letter before it, and one
+        # after a colour code has its code's)
+        for pattern in (self._compiled(text), *self._coloured(text)):
+            if pattern is not None:
+                text = pattern.sub(self._name, text)
         if self._users is not None:
             text = self._users.sub(USER, text)
         return text

@@ -109,3 +109,28 @@ def test_a_path_right_after_a_terminal_colour_code_is_named_by_its_label() -> No
     # Still only a whole path, and the project's own `../` and a word's letters are kept.
     kept = "\x1b[33mfoo/work/main/.venv/x \x1b[33m../data/x.csv \x1b[33m/work/main/.venvx"
     assert PathNames(labels).shorten(kept) == kept
+
+
+def test_a_path_after_a_run_of_codes_of_any_final_letter_is_named() -> None:
+    """gcc puts `\\x1b[01m\\x1b[K` (bold, then erase to the line's end) before a file's
+    path, and ends each coloured part with `\\x1b[m\\x1b[K`: only a code ending in `m` was
+    read, so the path after `\\x1b[K` was left as it was."""
+    labels = {"/work/main/.venv": "<venv>", "/tmp/h5/inc_a": "", "/root": "<home>"}
+    text = (
+        "\x1b[01m\x1b[K/root/proj/x.c:1:20:\x1b[m\x1b[K \x1b[01;31m\x1b[Kerror: \x1b[m\x1b[K\n"
+        "\x1b[38:5:208m/work/main/.venv/inc/y.h\x1b[m \x1b[K../../../work/main/.venv/z.h\n"
+        "\x1b[01m\x1b[K/tmp/reprospec-tmp-7-ab/2/cache/w.o\x1b[m\x1b[K\n"
+    )
+    masked = (
+        "\x1b[01m\x1b[K<home>/proj/x.c:1:20:\x1b[m\x1b[K \x1b[01;31m\x1b[Kerror: \x1b[m\x1b[K\n"
+        "\x1b[38:5:208m<venv>/inc/y.h\x1b[m \x1b[K<venv>/z.h\n"
+        "\x1b[01m\x1b[K<XDG_CACHE_HOME>/w.o\x1b[m\x1b[K\n"
+    )
+    assert PathNames(labels).shorten(text) == masked
+    escaped = text.replace("\x1b", "\\u001b").replace("\n", "\\n")
+    assert PathNames(labels).shorten(escaped) == masked.replace("\x1b", "\\u001b").replace(
+        "\n", "\\n"
+    )
+    # A letter of a word after a code is still a word's: its path is no whole one.
+    kept = "\x1b[Kfoo/work/main/.venv/x \x1b[01m\x1b[K/work/main/.venvx"
+    assert PathNames(labels).shorten(kept) == kept
