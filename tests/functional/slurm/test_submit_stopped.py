@@ -364,3 +364,40 @@ def test_a_second_stop_after_sbatch_answered_keeps_its_job(
     stopper.join()
     assert (job, wait.given_up) == ("101", True)
     assert time.monotonic() - began < 10
+
+
+def test_an_sbatch_wrapper_whose_logger_holds_its_output_is_not_waited_out(
+    tmp_path: Path,
+) -> None:
+    # A site's sbatch wrapper: the real sbatch answers and the wrapper exits, a logger it
+    # started in the background holding stdout for a minute: each sbatch waited for it
+    # (the merge's too, after a second Ctrl-C had ended the array's wait).
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake_tool(
+        tools,
+        "sbatch",
+        'for a; do last=$a; done\ncase "$last" in *array.sbatch) echo 101 ;; *) echo 102 ;; '
+        "esac\nsleep 60 &",
+    )
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: s\ncommand: 'true'\nexpect: {outcome: pass}\n")
+    shared = tmp_path / "shared"
+    argv = [sys.executable, "-m", "reprospec", "slurm", str(spec), "--shards", "1"]
+    began = time.monotonic()
+    done = subprocess.run(
+        [*argv, "--out", str(shared)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1", "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert time.monotonic() - began < 30, done.stderr
+    assert done.returncode == 0, done.stderr
+    (run,) = (shared / "slurm").iterdir()
+    record = json.loads((run / "slurm.json").read_text())
+    assert [(sub["array_job"], sub["merge_job"]) for sub in record["submissions"]] == [
+        ("101", "102")
+    ]
