@@ -365,9 +365,11 @@ def _path_failed(
     path entry of `packages` (its metadata built from the folder: a setup.py that raises at
     import): `unsatisfiable` with `path_build` that entry, whose todo is its own build's, not
     the index's. None where the build that failed is the index's (uv named a distribution of
-    no path here) or cannot be told. uv names a bare path entry's build nowhere: where the
-    list holds one such entry it is that one; of several, each is asked alone (`--no-deps`,
-    its metadata only), the first whose backend fails being the one."""
+    no path here) or cannot be told. uv names a bare path entry's build nowhere, nor a URL
+    entry's (`git+file:///src/x`): where it names none, each path entry is asked alone
+    (`--no-deps`, its metadata only), one path too, the first whose backend fails being the
+    one; none failing alone, the failure is another entry's, and no path is blamed (the one
+    `./good` beside a `git+...` whose build raised was said to fail)."""
     from reprospec.environment.packages import local_path
 
     paths = [e for e in packages if (p := local_path(e)) is not None and not p.endswith(".whl")]
@@ -379,9 +381,9 @@ def _path_failed(
             return None  # an index's distribution: the sdist's own failure
         base = cwd or Path.cwd()
         paths = [e for e in paths if (base / str(local_path(e))).resolve() == Path(where)]
-    if len(paths) > 1:
-        failing = [e for e in paths if _metadata_fails(e, python, index, cwd, timeout_s, env)]
-        paths = failing[:1]
+    if named is None:
+        failing = (e for e in paths if _metadata_fails(e, python, index, cwd, timeout_s, env))
+        paths = [first] if (first := next(failing, None)) is not None else []
     if len(paths) != 1:
         return None
     said = f"could not build {paths[0]} ({_whence(True)}: {uv_error(output)})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -186,6 +187,36 @@ def test_a_path_entry_whose_metadata_build_fails_fails_doctor(cli: Cli, tmp_path
             ": on the venv runner, every cell is an infra error (its venv cannot be built), not run"
         ), check
         assert check["todo"].startswith("fix the build of ./mypkg "), check
+
+
+def test_a_url_entry_whose_build_fails_blames_no_path_beside_it(cli: Cli, tmp_path: Path) -> None:
+    """A `git+file://` entry whose build raises beside one healthy path entry: uv names
+    neither, and the one path, never asked alone, was said to fail (`could not build
+    ./good`, its todo to fix that build). The path is asked alone, builds, and is not
+    blamed: the failure is the list's, the build's own words quoted."""
+    _path_project(tmp_path / "good", _HALF_BUILT.replace("halfbuilt", "good"))
+    _path_project(tmp_path / "gitbad", 'raise RuntimeError("FOO_HOME is not set")\n')
+    git = ("git", "-C", str(tmp_path / "gitbad"))
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run(
+        [*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
+    )
+    url = f"git+{(tmp_path / 'gitbad').as_uri()}"
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    (tmp_path / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nenvironment: {{packages: ['./good', '{url}']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--format", "json")
+    done = cli(*argv, env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert check["status"] == "fail", check
+    assert "./good" not in check["todo"], check
+    assert check["why"].startswith(f"./good, {url} cannot be installed: "), check
+    assert "RuntimeError: FOO_HOME is not set" in check["why"], check
 
 
 def test_a_silent_index_costs_one_wait_told_once(cli: Cli, tmp_path: Path) -> None:
