@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -207,8 +207,6 @@ def hung_below(stacks: NativeStacks, pid: int) -> tuple[str, ProcessStacks] | No
     outcome's `where: child`), placed as a C launcher's child is, leaf first; None where
     none of them names one. Its Python stack named no frame of the user's: `run.py: hang in
     a child process`, no place at all."""
-    from dataclasses import replace
-
     parents = {p.pid: p.ppid for p in stacks.processes if p.ppid is not None}
     tree = tuple(p for p in stacks.processes if p.pid == pid or _descends(p.pid, pid, parents))
     return _hung(replace(stacks, processes=tree)) if tree else None
@@ -288,14 +286,14 @@ def _hung(stacks: NativeStacks) -> tuple[str, ProcessStacks] | None:
             best = min(below, key=lambda found: found[:2])[2]
             return best.place, best.process
         # Nothing below it that it reads: its wait is as idle as a launcher's, ranked with
-        # the hangs beside it (a sibling deadlocked on its mutex), first between equals; its
-        # own descendants not (a wait on none's output is its own hang). It was taken as the
+        # every other placed process (a sibling deadlocked on its mutex, and its own child
+        # deadlocked beside its wait on a pipe of its own), itself first between equals
+        # (beside a child that only sleeps, its wait is the hang). It was taken as the
         # listing's first: `read@libc<-main@rd` while ./dl, listed after, deadlocked.
         beside = [
             (other.rank, other is not first, index, other)
             for index, other in enumerate(placed)
-            if other is first
-            or not (other.reads or _descends(other.process.pid, first.process.pid, parents))
+            if other is first or not other.reads
         ]
         best = min(beside, key=lambda found: found[:3])[3]
         return best.place, best.process
@@ -340,19 +338,40 @@ def _own_place(process: ProcessStacks) -> _Placed | None:
 
     if process.source != "attach" or not process.threads:
         return None
-    if _child_wait(_main_thread(process)) is not None:
+    # Read where each thread was, not in a handler the runner's own SIGSTOP of a child ran
+    # (SIGCHLD: `chld@sl`, make's `child_handler`): one hang read two places across attempts.
+    live = replace(process, threads=tuple(_interrupted(t) for t in process.threads))
+    if _child_wait(_main_thread(live)) is not None:
         return None
-    threads = [t for t in process.threads if _child_wait(t) is None]
-    order = hung_thread_order(
-        [(t.lwp == process.pid, [f.symbol for f in t.frames]) for t in threads]
-    )
+    threads = [t for t in live.threads if _child_wait(t) is None]
+    order = hung_thread_order([(t.lwp == live.pid, [f.symbol for f in t.frames]) for t in threads])
     best = threads[order[0]]
     place = _named_place(best.frames, named_caller=True)
     if place is None:
         return None
-    launches = len(threads) < len(process.threads) and _launches(process, threads, best)
-    reads = _reads(process, threads, best)
+    launches = len(threads) < len(live.threads) and _launches(live, threads, best)
+    reads = _reads(live, threads, best)
     return _Placed(place, process, launches, reads, hang_rank([f.symbol for f in best.frames]))
+
+
+def _interrupted(thread: Thread) -> Thread:
+    """A live thread's frames below its last `<signal handler called>`: where a handler ran
+    it from, which is where it waits (a handler entered at a hang's stop is never the place;
+    a crash's fault is read the same way, `fault_frames`)."""
+    for index in range(len(thread.frames) - 1, -1, -1):
+        if thread.frames[index].signal_handler:
+            return replace(thread, frames=thread.frames[index + 1 :])
+    return thread
+
+
+def waits_on_a_descriptor(stacks: NativeStacks) -> bool:
+    """Whether a live process of `stacks` only waits on a descriptor, as a reader of its
+    child's output does (`_reads`): the runner reads the tree's pipes (process/pipes.py)
+    only then, not at each hang of a process holding thousands of descriptors."""
+    return any(
+        found is not None and found.reads
+        for found in (_own_place(process) for process in stacks.processes)
+    )
 
 
 def _reads(process: ProcessStacks, threads: Sequence[Thread], best: Thread) -> bool:
@@ -667,7 +686,7 @@ def shell_waiting(process: ProcessStacks) -> str | None:
     words = process.command.split()
     if not words or Path(words[0]).name not in SHELLS:
         return None
-    wait = _child_wait(process.threads[0])
+    wait = _child_wait(_interrupted(process.threads[0]))
     return wait.describe() if wait is not None else None
 
 

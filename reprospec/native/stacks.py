@@ -68,10 +68,11 @@ class Thread:
 @frozen
 class Pipes:
     """The pipes and sockets a live process held while its hang's tree was held, by their
-    inodes (`pipe:[N]`, `socket:[N]` in /proc/PID/fd): `reads`, those it can read, but its
-    own stdout and stderr; `writes`, its stdout's and stderr's. A reader of a child's
-    output holds the read end of a pipe that is the child's stdout (render's
-    `hung_frame`: a wait on any other descriptor is the reader's own hang)."""
+    inodes (`pipe:[N]`, `socket:[N]` in /proc/PID/fd; a Unix socket pair's two ends by the
+    lower one's): `reads`, those it can read, but its own stdout and stderr; `writes`, those
+    it can write, at any descriptor (a pipe's write end, any socket). A reader's wait is its
+    own hang only where no process between it and a placed child writes what it reads
+    (render's `hung_frame`); a process not known (process/pipes.py) has none."""
 
     reads: tuple[int, ...]
     writes: tuple[int, ...]

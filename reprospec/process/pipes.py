@@ -1,69 +1,130 @@
 """The pipes and sockets a held process has open, read from /proc at a hang.
 
 A launcher that reads its child's output waits in `read` or `poll` as a process that waits
-on a descriptor of its own does (a pipe nobody writes, a socket's peer): its stacks cannot
-tell the two apart, its descriptors can. The hang's place passes to a child only where the
-parent reads a pipe or socket that is the child's stdout or stderr (native/render.py's
-`hung_frame`); each live process of a hung tree is read here while it is stopped.
+on a descriptor of its own does (a pipe nobody writes, a socket pair's end it holds both
+ends of): its stacks cannot tell the two apart, its descriptors can. The parent's own wait
+is the place only where we are sure nothing below it feeds what it waits on (native/
+render.py's `hung_frame`); anything not known passes the place to the child, as before.
+Each live process of a hung tree is read here while it is stopped.
+
+Not known (None): a process that holds more descriptors than are read (`_MOST`), or one
+that may learn of a child's end by other means than its output: a pidfd, a signalfd, a
+pty's master (`script -qec ./nap`), or a SIGCHLD handler (a self-pipe's writer, GNU make's
+jobserver wait); a socket other than a Unix one that does not listen (a TCP connection's
+peer is not followed), or any socket where the kernel's socket listing cannot be asked.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import socket
+import struct
+from collections.abc import Iterable, Mapping
 
 from reprospec.core.lazyre import Lazy
 from reprospec.native.stacks import Pipes
 from reprospec.process.tree import read_proc
 
 # /proc/PID/fd's link of a pipe or a socket (`pipe:[4026]`, `socket:[4027]`): its inode.
-_INODE = Lazy(r"^(?:pipe|socket):\[(\d+)\]$")
+_INODE = Lazy(r"^(pipe|socket):\[(\d+)\]$")
 # /proc/PID/fdinfo's `flags:` (octal open flags) and its access mode's write-only value.
 _FLAGS = Lazy(r"^flags:\s*([0-7]+)$")
 _O_ACCMODE = 0o3
-# A process holds more than this many descriptors only when it leaks them: the rest are
-# not read (their links are one system call each, at a hang's deadline).
+# A process holds more than this many descriptors only when it leaks them: it is not read
+# (their links are one system call each, at a hang's deadline), and not known, since a
+# partial list could miss the very end a child writes.
 _MOST = 4096
+# The links of a descriptor by which a process learns that a child ended, or reads a
+# terminal a child writes: a wait on them is a launcher's, whatever its pipes say.
+_CHILD_LINKS = ("anon_inode:[pidfd]", "anon_inode:[signalfd]")
+_PTY_MASTER = "ptmx"
+# /proc/PID/status's SigCgt (the signals it catches, hex): SIGCHLD's bit (signal 17).
+_SIGCHLD_BIT = 1 << (17 - 1)
+# /proc/net/tcp's state of a listening socket (TCP_LISTEN, 0x0A).
+_LISTEN = "0A"
+
+# NETLINK_SOCK_DIAG's dump of every Unix socket with its peer (ss -x's question).
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST_DUMP = 0x301
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+_UDIAG_SHOW_PEER = 4
+_UNIX_DIAG_PEER = 2
 
 
 def held_pipes(pids: Iterable[int]) -> dict[int, Pipes]:
     """Each of `pids`' pipes and sockets (`Pipes`); a process whose descriptors cannot be
-    read (gone, another user's) is left out, which its reader takes as not known."""
+    read or are not known (the module's docstring) is left out, which its reader takes as
+    not known: the place passes to the child."""
+    peers = unix_peers()
     found: dict[int, Pipes] = {}
     for pid in pids:
-        pipes = _pipes(pid)
+        pipes = _pipes(pid, peers)
         if pipes is not None:
             found[pid] = pipes
     return found
 
 
-def _pipes(pid: int) -> Pipes | None:
+def _pipes(pid: int, peers: Mapping[int, int] | None) -> Pipes | None:
     # str paths and os calls, as tree.py reads /proc: no Path object per descriptor.
     folder = f"/proc/{pid}/fd"
     try:
-        names = os.listdir(folder)[:_MOST]  # noqa: PTH208
+        names = os.listdir(folder)  # noqa: PTH208
     except OSError:
         return None
-    inodes: dict[int, int] = {}
+    if len(names) > _MOST:
+        return None
+    reads: set[int] = set()
+    writes: set[int] = set()
+    others: list[tuple[int, int]] = []  # sockets no Unix one: (fd, inode)
+    ids: dict[int, int] = {}  # each descriptor's pipe or socket id
     for name in names:
         try:
-            found = _INODE.match(os.readlink(f"{folder}/{name}"))  # noqa: PTH115
+            link = os.readlink(f"{folder}/{name}")  # noqa: PTH115
         except OSError:
             continue  # closed since the listing
-        if found is not None and name.isdigit():
-            inodes[int(name)] = int(found.group(1))
-    writes = tuple(sorted({inodes[fd] for fd in (1, 2) if fd in inodes}))
-    reads = tuple(
-        sorted(
-            {inode for fd, inode in inodes.items() if inode not in writes and _readable(pid, fd)}
-        )
-    )
-    return Pipes(reads=reads, writes=writes)
+        if link in _CHILD_LINKS or link.endswith(_PTY_MASTER):
+            return None
+        found = _INODE.match(link)
+        if found is None or not name.isdigit():
+            continue
+        fd, inode = int(name), int(found.group(2))
+        ids[fd] = inode
+        if found.group(1) == "pipe":
+            # A write end at any descriptor keeps its reader waiting: a status pipe at fd 9,
+            # dash's saved copy of its stdout while it runs `./nap > /dev/null`.
+            if _readable(pid, fd):
+                reads.add(inode)
+            else:
+                writes.add(inode)
+            continue
+        if peers is None:
+            return None
+        if inode not in peers:
+            others.append((fd, inode))
+            continue
+        # A socket pair's two ends are one id (the lower inode), as a pipe's are; a socket
+        # is read and written both, so any process holding it may feed its reader.
+        joined = ids[fd] = min(inode, peers[inode] or inode)
+        writes.add(joined)
+        reads.add(joined)
+    if others:
+        listening = _listening(pid)
+        if any(inode not in listening for _, inode in others):
+            return None
+        # A server's listening socket: fed by no child unless that child holds it too.
+        writes.update(inode for _, inode in others)
+        reads.update(inode for _, inode in others)
+    if _catches_sigchld(pid):
+        return None
+    # Its own stdout and stderr are no wait of its own (a socket pair as its stdout).
+    reads -= {ids[fd] for fd in (1, 2) if fd in ids}
+    return Pipes(reads=tuple(sorted(reads)), writes=tuple(sorted(writes)))
 
 
 def _readable(pid: int, fd: int) -> bool:
-    """Whether `fd` was opened for reading: a pipe's read end, a socket (read and write);
-    not a pipe's write end. True where its flags cannot be read: not known, as before."""
+    """Whether `fd` was opened for reading: a pipe's read end, not its write end. True
+    where its flags cannot be read: a read end is what a reader waits on, not known."""
     try:
         text = read_proc(f"/proc/{pid}/fdinfo/{fd}").decode("ascii", "replace")
     except OSError:
@@ -72,4 +133,82 @@ def _readable(pid: int, fd: int) -> bool:
         found = _FLAGS.match(line)
         if found is not None:
             return int(found.group(1), 8) & _O_ACCMODE != os.O_WRONLY
+    return True
+
+
+def _catches_sigchld(pid: int) -> bool:
+    """Whether `pid` has a SIGCHLD handler (True where its status cannot be read)."""
+    try:
+        text = read_proc(f"/proc/{pid}/status").decode("ascii", "replace")
+    except OSError:
+        return True
+    for line in text.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & _SIGCHLD_BIT)
+    return True
+
+
+def _listening(pid: int) -> set[int]:
+    """The inodes of the TCP sockets listening in `pid`'s network namespace."""
+    found: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            text = read_proc(f"/proc/{pid}/net/{name}").decode("ascii", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == _LISTEN and fields[9].isdigit():
+                found.add(int(fields[9]))
+    return found
+
+
+def unix_peers() -> dict[int, int] | None:
+    """Each Unix socket's peer inode (0: none, a listening or unconnected one), by the
+    kernel's socket listing (NETLINK_SOCK_DIAG, as `ss -x` asks); None where it cannot be
+    asked (no such netlink family, a sandbox): then no socket is known."""
+    try:
+        asking = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+    except OSError:
+        return None
+    peers: dict[int, int] = {}
+    with asking:
+        # struct unix_diag_req: family, protocol, pad, states (all), ino, show, cookie[2].
+        request = struct.pack(
+            "=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, _UDIAG_SHOW_PEER, 0, 0
+        )
+        header = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY,
+                             _NLM_F_REQUEST_DUMP, 1, 0)  # fmt: skip
+        try:
+            asking.send(header + request)
+            while True:
+                data = asking.recv(1 << 16)
+                if not data or not _read_messages(data, peers):
+                    break
+        except OSError:
+            return None
+    return peers
+
+
+def _read_messages(data: bytes, peers: dict[int, int]) -> bool:
+    """One answer's netlink messages into `peers`; False at the dump's end (or an error)."""
+    at = 0
+    while at + 16 <= len(data):
+        length, kind = struct.unpack_from("=IH", data, at)
+        if kind in (_NLMSG_ERROR, _NLMSG_DONE) or length < 16:
+            return False
+        # struct unix_diag_msg (16 bytes: family, type, state, pad, ino, cookie[2]), then
+        # its attributes (len, type, value; each aligned to 4).
+        body = data[at + 16 : at + length]
+        inode = struct.unpack_from("=I", body, 4)[0]
+        peers[inode] = 0
+        attribute = 16
+        while attribute + 4 <= len(body):
+            size, kind = struct.unpack_from("=HH", body, attribute)
+            if size < 4:
+                break
+            if kind == _UNIX_DIAG_PEER and size >= 8:
+                peers[inode] = struct.unpack_from("=I", body, attribute + 4)[0]
+            attribute += (size + 3) & ~3
+        at += (length + 3) & ~3
     return True

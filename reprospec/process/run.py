@@ -461,10 +461,13 @@ def run_process(
                 # Imported at a hang alone, as the stacks' classes are.
                 from reprospec.process.pipes import held_pipes
 
+                hung = native.hang(alive, timed_out_at=deadline)
+                # Pipes read only where a process waits as a reader of a child's output:
+                # a hang of a process with thousands of descriptors pays for no links.
                 hang_native = native_stacks.with_parents(
-                    native.hang(alive, timed_out_at=deadline),
+                    hung,
                     {pid: procs[pid].ppid for pid in alive},
-                    held_pipes(alive),
+                    held_pipes(alive) if native_stacks.waits_on_a_descriptor(hung) else None,
                 )
                 # Continued once asked: the thread that takes the pending SIGURG dumps
                 # before it runs anything else, so one that was leaving still answers.

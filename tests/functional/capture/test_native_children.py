@@ -5,13 +5,15 @@ one asleep and one deadlocked). Built with cc as test_native_program's programs 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reprospec import native
 from tests.functional.capture.test_native_program import built, needs_cc, ran_hang
-from tests.support.cli import Cli
+from tests.support.cli import Cli, CliResult
 
 _NAP = "#include <unistd.h>\nint main(void) { for (;;) sleep(1); }\n"
 
@@ -189,3 +191,119 @@ def test_a_reader_with_nothing_below_it_is_ranked_with_another_branch_s_hang(
     built(tmp_path / "two", "dl", _DL)
     _, place = ran_hang(cli, tmp_path, "two", _TWO)
     assert place.endswith("<-stuck@dl"), place
+
+
+# Launchers whose wait is fed from below by other means than the child's stdout: the place
+# is the child's (`hang in a process it ran (nap)`), as before 838201dd took their own
+# waits for the hang. SOCKPAIR: the child's stdout is a socket pair's end (libuv's stdio);
+# STATUS: the child holds a status pipe's write end at fd 9 (systemd's notify, gpg's
+# --status-fd), its stdout the launcher's own; SELFPIPE: SIGCHLD's handler writes the pipe
+# it polls (the self-pipe trick).
+_FED = """\
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+static int fds[2];
+static void chld(int s) { (void)s; write(fds[1], "x", 1); }
+int main(void) {
+    char buf[64];
+    if (SOCKPAIR ? socketpair(AF_UNIX, SOCK_STREAM, 0, fds) : pipe(fds)) return 1;
+    if (SELFPIPE) signal(SIGCHLD, chld);
+    if (fork() == 0) {
+        if (!SELFPIPE) { dup2(fds[1], SOCKPAIR ? 1 : 9); close(fds[0]); close(fds[1]); }
+        execl("./nap", "./nap", (char *)0);
+        _exit(127);
+    }
+    if (SELFPIPE) { struct pollfd p = {fds[0], POLLIN, 0}; return poll(&p, 1, -1); }
+    close(fds[1]);
+    while (read(fds[0], buf, sizeof buf) > 0) {}
+    return 0;
+}
+"""
+
+# A parent that forks ./dl (deadlocked on its mutex), then waits on a pipe of its own.
+_LONELY_DL = """\
+#include <unistd.h>
+int main(void) {
+    int fds[2]; char buf[1];
+    if (fork() == 0) { execl("./dl", "./dl", (char *)0); _exit(127); }
+    if (pipe(fds) != 0) return 1;
+    return (int)read(fds[0], buf, 1);
+}
+"""
+
+
+def _attempts(cli: Cli, work: Path, command: str, *options: str) -> tuple[CliResult, list[Any]]:
+    """`reprospec run` of `command` in `work`, a hang expected in 2 s: its result and attempts."""
+    (work / "spec.yaml").write_text(
+        f"reprospec: 1\nname: fed\ncommand: {json.dumps(command)}\nrun: {{timeout: 2s}}\n"
+        "expect: {outcome: hang}\n"
+    )
+    run = cli("run", "spec.yaml", "--out", str(work.parent / "out"), *options, cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    cells = json.loads((run.latest_run() / "results.json").read_text())["cells"]
+    return run, [attempt for cell in cells for attempt in cell["attempts"]]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize("kind", ["SOCKPAIR", "STATUS"])
+def test_a_launcher_fed_by_its_child_other_than_by_a_stdout_pipe_gives_way_to_it(
+    cli: Cli, tmp_path: Path, kind: str
+) -> None:
+    # 838201dd read a wait as the launcher's own unless a pipe it reads was the child's fd 1
+    # or 2: a socket pair's end (its two ends two inodes) and a pipe at fd 9 were taken for
+    # nobody's, and the hang placed in the launcher's `read@libc<-main@fed` (review).
+    work = tmp_path / "fed"
+    built(work, "nap", _NAP)
+    built(work, "fed", _FED, *(f"-D{k}={int(k == kind)}" for k in ("SOCKPAIR", "SELFPIPE")))
+    run, (attempt,) = _attempts(cli, work, "./fed")
+    assert attempt["outcome"]["hung_native"] == "clock_nanosleep@libc<-main@nap", attempt["outcome"]
+    assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]
+    assert "hang in a process it ran (nap)" in run.stderr, run.stderr
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_launcher_told_of_its_child_s_end_by_a_handler_gives_way_to_it_in_every_attempt(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Its SIGCHLD handler writes the pipe it polls: the place was its own `poll`, or, where
+    # the runner's stop of the child ran the handler, `chld@fed`: one hang, two signatures
+    # across attempts. A process that catches SIGCHLD is not known: the child's place.
+    work = tmp_path / "fed"
+    built(work, "nap", _NAP)
+    built(work, "fed", _FED, "-DSOCKPAIR=0", "-DSELFPIPE=1")
+    _, attempts = _attempts(cli, work, "./fed", "--repeat", "3")
+    places = {attempt["outcome"]["hung_native"] for attempt in attempts}
+    assert places == {"clock_nanosleep@libc<-main@nap"}, [a["outcome"] for a in attempts]
+
+
+@needs_cc
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_make_j_waiting_for_a_jobserver_token_gives_way_to_its_recipe(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `make -j2` of three recipes, each ./nap: make waits in `pselect` for a token of its
+    # jobserver pipe, which its children hold; it was taken for its own hang
+    # (pselect@libc<-jobserver_acquire@make), or its SIGCHLD handler for the place.
+    work = tmp_path / "make"
+    built(work, "nap", _NAP)
+    (work / "Makefile").write_text("all: a b c\na b c:\n\t./nap\n")
+    _, attempts = _attempts(cli, work, "make -j2", "--repeat", "2")
+    places = {attempt["outcome"]["hung_native"] for attempt in attempts}
+    assert places == {"clock_nanosleep@libc<-main@nap"}, [a["outcome"] for a in attempts]
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_reader_of_a_pipe_of_its_own_gives_way_to_its_deadlocked_child(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Its idle `read` won over its own child's deadlock (read@libc<-main@lonely): a reader
+    # with nothing below that it reads was ranked against other branches only (review).
+    built(tmp_path / "lonely", "dl", _DL)
+    _, place = ran_hang(cli, tmp_path, "lonely", _LONELY_DL)
+    assert place == "lll_lock_wait@libc<-stuck@dl", place

@@ -21,7 +21,7 @@ from reprospec.native.render import (
     signature_frame,
     thread_tops,
 )
-from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
+from reprospec.native.stacks import Frame, NativeStacks, Pipes, ProcessStacks, Thread
 
 
 def _thread(lwp: int, *symbols: str) -> Thread:
@@ -559,6 +559,58 @@ def test_a_reader_listed_after_its_child_still_gives_way_to_its_surest_child() -
     # A process that hangs by itself listed first, below no reader, keeps its place.
     alone = replace(deadlocked, ppid=10)
     assert hung_process(NativeStacks(processes=(_ROOT_SH, alone, _PP, sleeps))) == alone
+
+
+def _handled(process: ProcessStacks, *handler: str) -> ProcessStacks:
+    """`process` with its main thread stopped inside a signal handler: the handler's frames
+    (`function@library`), `<signal handler called>`, then where the signal found it."""
+    (thread, *others) = process.threads
+    above = tuple(
+        Frame(k, name or None, lib)
+        for k, (name, _, lib) in enumerate(part.partition("@") for part in handler)
+    )
+    mark = Frame(len(above), None, None, signal_handler=True)
+    below = tuple(replace(f, number=f.number + len(above) + 1) for f in thread.frames)
+    return replace(process, threads=(replace(thread, frames=(*above, mark, *below)), *others))
+
+
+def test_a_handler_the_hang_s_stop_ran_is_no_place_of_a_live_process() -> None:
+    # The runner's SIGSTOP of a child ran its parent's SIGCHLD handler: `chld@sl` (a self-pipe
+    # writer) or make's `child_handler` became the place in some attempts of one hang, the
+    # child's sleep in the others: two signatures of one run. Where the thread was is read.
+    polls = replace(_launched("./sl", 20, ("__GI___poll@libc.so.6", "main@sl")), ppid=10)
+    in_handler = _handled(polls, "write@libc.so.6", "chld@sl")
+    assert hung_frame(NativeStacks(processes=(in_handler,))) == "poll@libc<-main@sl"
+    assert hung_frame(NativeStacks(processes=(in_handler, _PP_NAP))) == hung_frame(
+        NativeStacks(processes=(polls, _PP_NAP))
+    )
+    # Handlers that chain: the last mark's frames below. A shell in its handler still only
+    # waits for its child (dash's `?? (dash)` above `wait4`).
+    twice = _handled(in_handler, "chld@sl")
+    assert hung_frame(NativeStacks(processes=(twice,))) == "poll@libc<-main@sl"
+    dash = _handled(
+        _shell("attach", *_WAIT4, command="/bin/sh -c ./sl"), "write@libc.so.6", "@dash"
+    )
+    assert shell_waiting(dash) is not None
+    assert hung_process(NativeStacks(processes=(replace(dash, pid=10, ppid=1), polls))) == polls
+
+
+def test_a_reader_of_a_pipe_of_its_own_gives_way_to_its_own_deadlocked_child() -> None:
+    # ./lonely waits on a pipe nobody writes beside its child ./dl, deadlocked: the reader's
+    # idle read won over its own descendant (review: cases/lonedl). Ranked with every placed
+    # process, itself first between equals: beside a child that only sleeps it stays.
+    lonely = replace(_PP, command="./lonely", pipes=Pipes(reads=(7,), writes=()))
+    deadlocked = replace(_launched("./dl", 30, _DL), ppid=20, pipes=Pipes(reads=(), writes=()))
+    stacks = NativeStacks(processes=(_ROOT_SH, lonely, deadlocked))
+    assert hung_frame(stacks) == "lll_lock_wait@libc<-stuck@dl"
+    sleeps = replace(_PP_NAP, pipes=Pipes(reads=(), writes=()))
+    assert hung_process(NativeStacks(processes=(_ROOT_SH, lonely, sleeps))) == lonely
+    # Its child writes what it reads (a write end at any descriptor): the child's place.
+    fed = replace(sleeps, pipes=Pipes(reads=(), writes=(7,)))
+    assert hung_process(NativeStacks(processes=(_ROOT_SH, lonely, fed))) == fed
+    # Not known (a SIGCHLD handler, a pidfd: no pipes kept): the child's, as before.
+    unknown = replace(lonely, pipes=None)
+    assert hung_process(NativeStacks(processes=(_ROOT_SH, unknown, sleeps))) == sleeps
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,100 @@
+"""process/pipes.py on real processes: what a held process can read and write, joined across
+a socket pair, and the processes whose pipes are not known (they may learn of a child's end
+by other means than its output), as render's `hung_frame` reads them at a hang."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from reprospec.process.pipes import held_pipes, unix_peers
+
+# A Python child that says it is ready, after `setup` ran, then waits to be killed.
+_WAIT = "import sys, time\n{setup}\nprint('ready', flush=True)\ntime.sleep(60)\n"
+
+
+@contextmanager
+def _child(setup: str = "", **popen: object) -> Iterator[int]:
+    """A live child that ran `setup`; killed and reaped on the way out."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WAIT.format(setup=setup)],
+        stdout=popen.pop("stdout", subprocess.PIPE),
+        **popen,  # type: ignore[call-overload]
+    )
+    try:
+        if proc.stdout is not None:
+            assert proc.stdout.readline() == b"ready\n"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _inode(fd: int) -> int:
+    return os.fstat(fd).st_ino
+
+
+def test_a_socket_pair_s_two_ends_are_one_id() -> None:
+    # A child's stdout that is a socket pair's end (libuv's stdio) and the end its launcher
+    # reads are two inodes: the launcher's read was taken for a wait on nobody's socket.
+    peers = unix_peers()
+    if peers is None:
+        pytest.skip("the kernel's socket listing (NETLINK_SOCK_DIAG) cannot be asked here")
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        peers = unix_peers()
+        assert peers is not None
+        assert peers[_inode(ours.fileno())] == _inode(theirs.fileno())
+        joined = min(_inode(ours.fileno()), _inode(theirs.fileno()))
+        with _child(stdout=theirs.fileno()) as pid:
+            said = b""
+            while not said.endswith(b"\n"):
+                said += ours.recv(64)
+            assert said == b"ready\n"
+            # Its stdout is what it writes, never a wait of its own.
+            assert joined in held_pipes([pid])[pid].writes
+            assert joined not in held_pipes([pid])[pid].reads
+
+
+def test_a_pipe_s_write_end_at_any_descriptor_is_written() -> None:
+    # A status pipe the child holds at fd 9 (systemd's notify, gpg's --status-fd): only fd 1
+    # and 2 were read as what a child writes.
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(write_end, 9, inheritable=True)
+        with _child(pass_fds=(9,)) as pid:
+            pipes = held_pipes([pid])[pid]
+            assert _inode(read_end) in pipes.writes
+            assert _inode(read_end) not in pipes.reads
+    finally:
+        for fd in (read_end, write_end, 9):
+            os.close(fd)
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "import signal; signal.signal(signal.SIGCHLD, lambda *a: None)",
+        "import os; fd = os.pidfd_open(os.getpid())",
+        "import os; fd = os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)",
+    ],
+    ids=["sigchld", "pidfd", "ptmx"],
+)
+def test_a_process_that_may_learn_of_a_child_otherwise_is_not_known(setup: str) -> None:
+    # A self-pipe's SIGCHLD handler, GNU make's jobserver wait, a pidfd's poll, `script`'s pty
+    # master: its wait on a descriptor may be fed by a child's end, not its output. Its own
+    # wait was taken for the hang (`poll@libc<-main@pf`, `chld@sl`).
+    if "pidfd" in setup and not hasattr(os, "pidfd_open"):
+        pytest.skip("no os.pidfd_open")
+    with _child() as plain, _child(setup) as other:
+        found = held_pipes([plain, other])
+    assert plain in found
+    assert other not in found
