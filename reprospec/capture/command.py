@@ -89,6 +89,7 @@ from reprospec.capture.writer import (
     show_value,
     sigkill_note,
     slug,
+    unshared_note,
 )
 from reprospec.core import environ
 from reprospec.core.frozen import frozen
@@ -107,6 +108,7 @@ from reprospec.core.words import (
     PID_NOUNS,
     SIGKILL_OR_AN_EXIT_STATUS,
     SIGKILL_SENT_BY_A_PROCESS,
+    missed_keys,
     plural,
     ran_process,
     shorten_command,
@@ -174,6 +176,13 @@ class Observed:
     infra_error: str | None = None
     # The step of every attempt with the outcome's signature (a range when they differ).
     steps: tuple[int, ...] = ()
+    # How many attempts with the outcome's signature failed before any step: where some
+    # did, no step is expected (process_keys), as none is shared by all.
+    stepless: int = 0
+    # The keys of `expect` (UNSHARED_KEYS) some attempts with the outcome's signature
+    # missed, each with how many did of how many (_shared): not expected, as not every
+    # attempt met them.
+    unshared: tuple[tuple[str, int, int], ...] = ()
     # Folders whose paths differ from run to run (the run folder) or from this machine to
     # another (the interpreter's): the message pattern leaves them out (message_pattern).
     volatile: tuple[str, ...] = ()
@@ -568,6 +577,8 @@ def _capture(
         # crashed) is no two lines to detect: the spec's runs read it all the same, as
         # --from-log's do.
         presets = (*presets, "pytest")
+    # What every attempt of the failure shared, by the signature they were counted under.
+    observed = _shared(observed, attempts)
     if observed.outcome is not None:
         observed = replace(
             observed,
@@ -580,7 +591,9 @@ def _capture(
     hang = read_hang(observed.signature, run_dir, attempts, presets)
     moving = still_moving(hang)
     if moving is not None and observed.outcome is not None:
-        observed = replace(observed, outcome=replace(observed.outcome, step=None), steps=())
+        observed = replace(
+            observed, outcome=replace(observed.outcome, step=None), steps=(), stepless=0
+        )
     # The failures the spec does not expect are read as its own is: their `expect` is said.
     observed = replace(
         observed,
@@ -1075,6 +1088,35 @@ def refusal(argv: Sequence[str], workdir: Path) -> str:
     )
 
 
+# The keys of `expect` read from the one attempt `observe` chose that the others of its
+# signature may not share: the signature holds the kind, signal, process, exception and
+# phase (each attempt's by construction), the step is counted apart (`stepless`).
+UNSHARED_KEYS = ("message", "stage", "module")
+
+
+def _shared(observed: Observed, attempts: Sequence[AttemptResult]) -> Observed:
+    """`observed` with the keys of its `expect` that some attempts of its signature missed
+    (as the run's judge matches them) set aside: `message` read from the first of them,
+    `Expecting ',' delimiter ...`, was missed by the next attempt's `Expecting value ...`
+    of the same half-written file, and the spec's own run counted that a miss."""
+    if observed.outcome is None:
+        return observed
+    from reprospec.outcome.judge import judge_attempt
+    from reprospec.store.resultsjson import expectation_from_dict
+
+    wanted = expectation_from_dict(expectation(observed)[0])
+    missed: Counter[str] = Counter()
+    seen = 0
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.signature != observed.signature:
+            continue
+        seen += 1
+        verdict = judge_attempt(attempt.ran, wanted)
+        missed.update(k for k in missed_keys(verdict.mismatches) if k in UNSHARED_KEYS)
+    unshared = tuple((k, missed[k], seen) for k in UNSHARED_KEYS if missed[k])
+    return replace(observed, unshared=unshared)
+
+
 def _judged(observed: Observed, attempts: Sequence[AttemptResult]) -> Observed:
     """`observed` with the attempts of another signature that its `expect` matches counted
     as its own (alsoseen.matched_by): they are what a run of the spec counts, and neither
@@ -1105,6 +1147,7 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
     def observed(signature: str, count: int) -> Observed:
         chosen = next(o for o in failures if o.signature == signature)
         steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
+        stepless = sum(1 for o in failures if o.signature == signature and o.step is None)
         held = [
             frozenset(m.type for m in _group_members(o))
             for o in failures
@@ -1112,7 +1155,9 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
             and native.agrees(o.signature, signature, native_unknown=True, across_builds=False)
         ]
         common = frozenset.intersection(*held) if _group_members(chosen) and held else frozenset()
-        return Observed(chosen, count, len(outcomes), steps=steps, common_members=common)
+        return Observed(
+            chosen, count, len(outcomes), steps=steps, stepless=stepless, common_members=common
+        )
 
     first = observed(*ranked[0])
     # A crash whose native frame went unread is the same crash, not another failure.
@@ -1148,6 +1193,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         exception=outcome.exception,
         step=outcome.step,
         steps=observed.steps,
+        stepless=observed.stepless,
         seen=observed.matched,
         # What ran, classified: a main process's crash is its own (where: main).
         certain=True,
@@ -1235,13 +1281,20 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         expect["phase"] = outcome.phase
     if keys.step is not None:
         expect["step"] = keys.step
-    for key, text in keys.comments:
-        at = comment_key(key, expect)
-        comments[at] = f"{comments[at]}; {text}" if at in comments else text
     if outcome.kind != "pass" and outcome.stage is not None:
         expect["stage"] = outcome.stage
     if outcome.kind != "pass" and outcome.module is not None:
         expect["module"] = outcome.module
+    for key, missed, of in observed.unshared:
+        # Not met by every attempt of the failure (_shared): expecting it made the spec's
+        # own run count those a miss.
+        expect.pop(key, None)
+        comments.pop(key, None)
+        text = f"{missed} of {of} attempts {unshared_note(key)}"
+        keys = replace(keys, comments=(*keys.comments, (key, text)))
+    for key, text in keys.comments:
+        at = comment_key(key, expect)
+        comments[at] = f"{comments[at]}; {text}" if at in comments else text
     if outcome.kind == "hang" and hung is not None:
         comments["outcome"] = f"while importing {hung} (its stack shows it)"
     elif outcome.kind == "hang" and (child := outcome.crashed_child) is not None:

@@ -83,6 +83,17 @@ class Control:
 CONTROL_AXIS = "shell_env"
 CONTROL_SET, CONTROL_EMPTY = "set", "empty"
 
+# `expect.step`'s key, and the words of its comment where some attempts of the failure
+# reached no step (process_keys): one text for a live capture and the tests that read it.
+STEP = "step"
+FAILED_BEFORE_ANY_STEP = "with this failure ended before any step: no step is expected"
+
+
+def unshared_note(key: str) -> str:
+    """Why `expect` has no `key` that some attempts of its failure missed: `2 of 4 attempts`
+    before it."""
+    return f"with this failure had another {key}: no {key} is expected"
+
 
 def control_axis(name: str) -> str:
     """The matrix axis of a variable in a control cell: `MLPKG_FUSED` -> `mlpkg_fused`."""
@@ -430,6 +441,7 @@ def process_keys(
     seen: int = 1,
     certain: bool = False,
     hang: bool = False,
+    stepless: int = 0,
 ) -> ProcessKeys:
     """What a failure's `expect` says of its process, exception and step, by one rule for
     a command capture ran and a ticket's log (a ticket is one attempt, seen once).
@@ -457,11 +469,20 @@ def process_keys(
     the main process's own hang (a deadlock in the training loop) is another bug; so is
     one stuck in a child the main process only waits for (`where: child`). Only
     `certain`: a live run's outcome; the main process's own hang gets no `where`.
+
+    A step is expected only where every attempt of the failure reached one: `stepless` of
+    them failed before any step (a flaky load that raised at `step 0` in one attempt and
+    before it in the next). `step: 0` written from the first, as it was, made the spec's
+    own run count the second a miss, and amplify another failure.
     """
     kept = exception if not crash or where == "main" else None
     named = ("worker", "child", "main") if certain else ("worker", "child")
     stuck = hang and certain and where in ("worker", "child")
     process = where if (crash and where in named) or stuck else None
+    if stepless and (step is not None or steps):
+        seen_at = len(steps) + stepless
+        comments = ((STEP, f"{stepless} of {seen_at} attempts {FAILED_BEFORE_ANY_STEP}"),)
+        return ProcessKeys(kept, None, comments, process)
     if step is None:
         return ProcessKeys(kept, where=process)
     if len(set(steps)) > 1 and where != "worker":
@@ -536,6 +557,10 @@ def comment_key(key: str, expect: Mapping[str, object]) -> str:
     dropped there, with the line it was to go on."""
     if key == "phase" and key not in expect and "where" in expect:
         return "where"
+    if key != "phase" and key not in expect:
+        # A key not expected (some attempts of the failure missed it): said on one that is.
+        fallback = ("phase", "where", "message", "exception")
+        return next((k for k in fallback if k in expect), "outcome")
     return key
 
 
