@@ -84,9 +84,13 @@ def test_a_job_whose_sbatch_timed_out_but_was_queued_is_recorded_and_runs(
     # no folder (their output lost), with no merge after them and no record of them.
     require_cluster()
     pid = slurmctld_pid
+    # The wrapper ends once slurmctld is continued (sbatch's own end, its status kept), as
+    # it did when its SIGCONT-er held the pipe: one that had exited is ended a second after
+    # sbatch (capped.run's linger_s), the SIGCONT-er with it, and slurmctld stayed stopped.
     env = _tools(
         tmp_path,
-        f'kill -STOP {pid}; (sleep {STOPPED_S}; kill -CONT {pid}) & exec @SBATCH@ "$@"',
+        f'kill -STOP {pid}; (sleep {STOPPED_S}; kill -CONT {pid}) & @SBATCH@ "$@"; '
+        "said=$?; wait; exit $said",
         script,
     )
     spec = tmp_path / "s.yaml"
