@@ -583,20 +583,14 @@ def _chains(lines: list[str]) -> list[_Chain]:
             logged = _logged_end(lines, chains[-1]) if chains else None
             if logged is not None and _in_its_literal(lines, chains[-1], logged, index):
                 logged = None  # its message's own lines, as its raise's source shows them
-            key = _key_error_end(lines, chains[-1], index) if chains and logged is None else None
             floor = chains[-1].last if chains else -1
             unraised, first, link = (
-                _unraised(lines, index, floor if key is None else key)
+                _unraised(lines, index, floor)
                 if logged is None
                 else _unraised(lines, index, logged, logged=True)
             )
-            own = logged if logged is not None else key
-            if own is not None and link is not None and not _right_after(lines, own, first):
+            if logged is not None and link is not None and not _right_after(lines, logged, first):
                 link = None  # other lines stand between: the chain's cause was missed
-            if key is not None:
-                # The KeyError's message is its own line: what stood under it is not.
-                last = chains[-1].exceptions[-1]
-                chains[-1].exceptions[-1] = replace(last, message=_first_line(last.message))
         if link is not None and chains:
             chain = chains[-1].exceptions
             chain[-1] = replace(chain[-1], link=link)
@@ -691,47 +685,6 @@ def _in_its_literal(lines: list[str], chain: _Chain, end: int, header: int) -> b
         return False
     source = " ".join(lines[last_frame + 1 : index])
     return all(f"\\n{line}" in source for line in between)
-
-
-def _key_error_end(lines: list[str], chain: _Chain, header: int) -> int | None:
-    """The line of the KeyError `chain`'s last traceback ended in, where lines at the margin
-    stand between it and the `direct cause` link above the traceback at `header`, and that
-    traceback's raise makes its cause by a call (`from make()`, `from Timeout("built")`:
-    `_made_in_the_raise`); None otherwise.
-
-    A KeyError's message is its key's repr, one line: what stands under it is none of it.
-    A traceback printed and gone on from (`traceback.print_exc()`) then a cause a call made,
-    never raised, printed with no traceback right under it, read as more of the KeyError's
-    message, the KeyError as the cause (`KeyError("'x'\\nTimeout: built")` under `python
-    -S`); those lines are read as the cause's, as under a logged traceback. Only a note
-    (`e.add_note(...)`) of a KeyError raised and fetched by a call stands there too: a
-    raise `from err` (a name: the cause raised, its traceback above the link, its notes
-    under it) is read as before. (Any other exception's message may run over lines at the
-    margin, `RuntimeError("worker failed\\nOSError: disk full")`: there the text cannot tell
-    its lines from a cause's, and the chain is read as printed; 7e6970e8's cut of those,
-    reverted in a558989c, made causes up.)"""
-    last = chain.exceptions[-1]
-    if last.type != "KeyError" or last.members or "Exception Group" in lines[chain.last]:
-        return None
-    index = chain.last + 1
-    while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
-        index += 1  # its frames, as exception_after skips them
-    if index >= len(lines) or not lines[index].startswith("KeyError"):
-        return None
-    at = _link_index(lines, header)
-    if (
-        at is None
-        or at <= index + 1
-        or _link_of(lines[at]) != "cause"
-        or all(not line.strip() for line in lines[index + 1 : at])
-        or _made_in_the_raise(lines, at) is None
-    ):
-        return None
-    return index
-
-
-def _first_line(message: str | None) -> str | None:
-    return message.split("\n", 1)[0].strip() or None if message else message
 
 
 def _right_after(lines: list[str], end: int, first: int) -> bool:

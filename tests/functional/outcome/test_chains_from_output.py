@@ -263,62 +263,73 @@ def test_a_multiline_cause_the_raise_makes_in_place_is_read_by_the_class_it_name
     assert chains == {"alone": read, "note": read, "doubt": [], "elsewhere": []}, chains
 
 
-_PRINTED_KEY = textwrap.dedent(
+_FETCHED_KEY = textwrap.dedent(
     """
-    import sys, traceback
-    from concurrent.futures import Future
-    kind = sys.argv[1]
-    class Timeout(Exception):
-        pass
-    def make():
-        return Timeout("built")
-    try:
-        {}["x"]
-    except KeyError as e:
-        if kind == "noted":
-            e.add_note("Hint: check the key")
-            raise RuntimeError("top") from e
-        traceback.print_exc()
-        err = e
-    if kind == "made":
-        raise RuntimeError("top") from make()
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    kind, note = sys.argv[1], {
+        "plain": "while reading cfg.yaml",
+        "hint": "Hint: check cfg.yaml",
+        "cls": "OSError: disk full",
+    }[sys.argv[2]]
+    def load():
+        try:
+            return {}["batch_size"]
+        except KeyError as e:
+            e.add_note(note)
+            raise
     if kind == "future":
-        fut = Future()
-        fut.set_exception(KeyError("y"))
-        raise RuntimeError("top") from fut.exception()
-    raise RuntimeError("top") from err.with_traceback(None)
+        with ThreadPoolExecutor(1) as pool:
+            fut = pool.submit(load)
+            fut.exception()
+        raise RuntimeError("loading failed") from fut.exception()
+    if kind == "current":
+        try:
+            load()
+        except KeyError:
+            raise RuntimeError("loading failed") from sys.exception()
+    try:
+        load()
+    except KeyError as e:
+        raise RuntimeError("resume from checkpoint (step 100) failed") from e
     """
 )
 
 
-def test_a_cause_printed_under_a_printed_key_error_is_its_own(cli: Cli, tmp_path: Path) -> None:
-    """`traceback.print_exc()` of a KeyError, then `raise RuntimeError("top") from make()`
-    (a Timeout never raised): the Timeout's line, printed right under the KeyError's, read
-    as more of its message, `KeyError("'x'\\nTimeout: built")` the cause. A KeyError's
-    message is its key's repr, one line: the lines under it are the cause's (a future's
-    KeyError set, never raised; the printed one again, its traceback dropped). A KeyError
-    raised `from e` keeps its note. The same from stderr alone (`python -S`) as from the
-    program's record."""
-    (tmp_path / "printed.py").write_text(_PRINTED_KEY)
+def test_a_raised_key_errors_notes_stay_its_own_whatever_fetches_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A KeyError raised, given a note (`e.add_note(...)`), and made the cause by a call
+    (`from fut.exception()`, `from sys.exception()`) or by a name in a raise whose message
+    says `from checkpoint (step 100)`: its traceback above the link, its note under its
+    line. The note is its message's, however it reads (`Hint: check cfg.yaml`, `OSError:
+    disk full`): a rule that cut a printed KeyError at its one line, where the raise below
+    looked as if it made its cause by a call, dropped the KeyError and read its note as a
+    cause never raised (`Hint`, `OSError`), from stderr alone (`python -S`) and from the
+    program's record alike."""
+    (tmp_path / "fetched.py").write_text(_FETCHED_KEY)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "reprospec: 1\nname: printed-key\nmatrix:\n"
-        "  kind: [made, future, dropped, noted]\n  python: ['python', 'python -S']\n"
-        "command: ${{ matrix.python }} printed.py ${{ matrix.kind }}\nrun: {timeout: 30s}\n"
-        "expect: {outcome: error}\n"
+        "reprospec: 1\nname: fetched-key\nmatrix:\n  kind: [future, current, named]\n"
+        "  note: [plain, hint, cls]\n  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} fetched.py ${{ matrix.kind }} ${{ matrix.note }}\n"
+        "run: {timeout: 30s}\nexpect: {outcome: error, exception: KeyError}\n"
     )
     outcomes = _outcomes(cli, spec)
-    assert len(outcomes) == 8
-    causes = {
-        "made": ("Timeout", "built"),
-        "future": ("KeyError", "'y'"),
-        "dropped": ("KeyError", "'x'"),
-        "noted": ("KeyError", "'x'\nHint: check the key"),
+    assert len(outcomes) == 18
+    notes = {
+        "plain": "while reading cfg.yaml",
+        "hint": "Hint: check cfg.yaml",
+        "cls": "OSError: disk full",
     }
     for cell, outcome in outcomes.items():
-        cause = causes[cell.split(",")[0].removeprefix("kind=")]
+        kind, note = (part.split("=", 1)[1] for part in cell.split(",")[:2])
+        top = "resume from checkpoint (step 100) failed" if kind == "named" else "loading failed"
         chain = [(link["type"], link["message"], link["link"]) for link in outcome["chain"]]
-        assert chain == [(*cause, "cause"), ("RuntimeError", "top", None)], (cell, chain)
+        assert chain == [
+            ("KeyError", f"'batch_size'\n{notes[note]}", "cause"),
+            ("RuntimeError", top, None),
+        ], (cell, chain)
 
 
 _LOGGED_LITERAL = textwrap.dedent(
@@ -355,3 +366,4 @@ def test_a_line_of_its_raises_literal_under_a_log_record_is_its_message(
             ("ValueError", "bad\nOSError: disk full", "cause"),
             ("RuntimeError", "X", None),
         ], (cell, chain)
+
