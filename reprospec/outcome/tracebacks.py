@@ -665,26 +665,41 @@ def _logged_end(lines: list[str], chain: _Chain) -> int | None:
 
 
 def _in_its_literal(lines: list[str], chain: _Chain, end: int, header: int) -> bool:
-    """Whether the lines between the logged exception's own lines (ending at `end`) and the
-    link above the traceback at `header` are each a line of the message literal its raise
-    shows (`raise ValueError("bad\\nOSError: disk full")` on the source line under its last
-    frame, each line after a `\\n` there), and that raise below makes no cause in place:
-    then they are that exception's message, and the traceback no logged one but the
-    chain's own block (`log.error("failed")`, then `raise X from e` of that ValueError,
-    read the cause `OSError('disk full')`, made up, under `python -S`)."""
+    """Whether the logged exception's message, its own lines (ending at `end`) and the lines
+    at the margin between them and the link above the traceback at `header`, is the message
+    literal its raise shows whole (`raise ValueError("bad\\nOSError: disk full")` on the
+    source line under its last frame: each line in order, joined by `\\n`, the last ending at
+    the closing quote or at a `\\n` before it), and that raise below makes no cause in place:
+    then those lines are that exception's message, and the traceback no logged one but the
+    chain's own block (`log.error("failed")`, then `raise X from e` of that ValueError, read
+    the cause `OSError('disk full')`, made up, under `python -S`).
+
+    The literal is matched whole, not line by line: a logged `ValueError("bad\\nOSError:
+    disk full on /data")`, then `from err` of an `OSError("disk full")` never raised, has a
+    line between, `OSError: disk full`, that is a piece of one of the literal's lines, and
+    the logged ValueError was read as the cause. A message the literal does not spell as
+    printed (an f-string, an escaped quote) is read as a logged one's, as before."""
     at = _link_index(lines, header)
-    between = [line.strip() for line in lines[end + 1 : at] if line.strip()] if at else []
-    if not between or _made_in_the_raise(lines, at or 0) is not None:
+    if at is None or _made_in_the_raise(lines, at) is not None:
+        return False
+    between = [line.rstrip() for line in lines[end + 1 : at]]
+    while between and not between[-1]:
+        between.pop()  # the blank line CPython prints above the link
+    if not between:
         return False
     index, last_frame = chain.last + 1, None
     while index < len(lines) and (lines[index][:1].isspace() or not lines[index]):
         if STACK_FRAME.match(lines[index]):
             last_frame = index
         index += 1
-    if last_frame is None:
+    if last_frame is None or index > end or ": " not in lines[index]:
         return False
+    first = lines[index].split(": ", 1)[1]
+    message = "\\n".join([first, *(line.rstrip() for line in lines[index + 1 : end + 1]), *between])
     source = " ".join(lines[last_frame + 1 : index])
-    return all(f"\\n{line}" in source for line in between)
+    return any(
+        f"{quote}{message}{tail}{quote}" in source for quote in "\"'" for tail in ("", "\\n")
+    )
 
 
 def _right_after(lines: list[str], end: int, first: int) -> bool:

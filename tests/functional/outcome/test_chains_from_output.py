@@ -367,3 +367,47 @@ def test_a_line_of_its_raises_literal_under_a_log_record_is_its_message(
             ("RuntimeError", "X", None),
         ], (cell, chain)
 
+
+_LOGGED_THEN_MADE = textwrap.dedent(
+    """
+    import logging
+    logging.basicConfig()
+    log = logging.getLogger("app")
+    try:
+        raise ValueError("bad\\nOSError: disk full on /data")
+    except ValueError:
+        log.exception("failed")
+    err = OSError("disk full")
+    raise RuntimeError("top") from err
+    """
+)
+
+
+def test_a_line_that_is_a_piece_of_a_logged_literals_line_is_not_its_message(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A ValueError logged (`log.exception`), its message `"bad\\nOSError: disk full on
+    /data"`, then `raise RuntimeError("top") from err` of an `OSError("disk full")` never
+    raised, printed as its line alone under the logged one. Each line between read as a
+    piece of the literal (`\\nOSError: disk full` is in it), the logged traceback as the
+    chain's own block, and the logged ValueError as the cause, under `python -S`. The
+    literal is the logged message only where it spells its lines whole and in order: here
+    it does not, and from stderr alone the cause is missed (two lines above the link may
+    each be its line), not the logged one made the cause. The program's record reads it."""
+    (tmp_path / "made.py").write_text(_LOGGED_THEN_MADE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: logged-made\nmatrix:\n  python: ['python', 'python -S']\n"
+        "command: ${{ matrix.python }} made.py\nrun: {timeout: 30s}\n"
+        "expect: {outcome: error}\n"
+    )
+    outcomes = _outcomes(cli, spec)
+    chains = {
+        cell: [(link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])]
+        for cell, outcome in outcomes.items()
+    }
+    assert chains == {
+        "python=python": [("OSError", "disk full", "cause"), ("RuntimeError", "top", None)],
+        "python=python -S": [],  # the RuntimeError alone: no chain
+    }, chains
+    assert {outcome["exception"] for outcome in outcomes.values()} == {"RuntimeError"}
