@@ -52,6 +52,11 @@ _RAISED_AT = Lazy(r"^\S+:\d+: (?P<type>[A-Za-z_][\w.]*)\s*$")
 _E_LINE = Lazy(r"^E(?: +|$)")
 # A frame's line of `--tb=short` (`test_c.py:8: in test_raised`).
 _SHORT_FRAME = Lazy(r"^\S+:\d+: in \S")
+# The line pytest-xdist heads a failure's section with, the worker that ran it (`[gw1] linux
+# -- Python 3.11.7 /usr/bin/python`): no line of the report. Read as one, it stood above a
+# cause never raised (`KeyError: 'x'`, under `--tb=long`), a part that said no type, and the
+# chain was missed under `-n 2`.
+_XDIST_WORKER = Lazy(r"^\[gw\d+\] ")
 # An exception type as pytest writes it, both with a message and without one.
 _TYPE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*"
 # `ValueError: message`, `torch.OutOfMemoryError: ...`: a class name (capitalised) and a colon.
@@ -198,7 +203,8 @@ def _section(text: str, test: str) -> tuple[list[str], str | None]:
     for an ERROR's the step it was in (`setup`, `teardown`; None for any other).
 
     A section runs from its `____ title ____` line to the next title or `====` rule; a
-    ticket may paste one without the `==== FAILURES ====` line above it.
+    ticket may paste one without the `==== FAILURES ====` line above it. Its first line,
+    where pytest-xdist names the worker there (`[gw1] linux -- Python ...`), is left out.
     """
     # A module that failed to collect has no test: its section is `ERROR collecting PATH`.
     name = ".".join(test.split("::")[1:]) if "::" in test else f"ERROR collecting {test}"
@@ -213,7 +219,7 @@ def _section(text: str, test: str) -> tuple[list[str], str | None]:
                 found = []
                 step = _ERROR_TITLE.match(title["title"])
                 at = step["at"] if step is not None else None
-        elif found is not None:
+        elif found is not None and (found or not _XDIST_WORKER.match(line)):
             found.append(line)
     return found or [], at
 

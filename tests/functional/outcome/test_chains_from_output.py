@@ -10,11 +10,16 @@ the cause never raised of the next chain (`KeyError("'x'\\nValueError: root")`):
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from tests.support.cli import Cli
+
+# pytest-xdist, a dev dependency: where it is not installed, the styles test leaves out its
+# `-n 2` runs.
+HAVE_XDIST = importlib.util.find_spec("xdist") is not None
 
 _GROUPS = textwrap.dedent(
     """
@@ -188,7 +193,7 @@ def test_pytests_own_traceback_styles_give_the_chain_native_gives(cli: Cli, tmp_
     """`--tb=long` and `--tb=short` print a chained failure in pytest's own format (its
     parts joined by CPython's link line, `E` lines, a cause never raised as its own line):
     the chain read none, where `--tb=native` of the same test read it. `--tb=line` and
-    `--tb=no` print no chain: none is read."""
+    `--tb=no` print no chain: none is read. Under pytest-xdist (`-n 2`) too."""
     (tmp_path / "test_styles.py").write_text(_STYLES)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
@@ -217,6 +222,20 @@ def test_pytests_own_traceback_styles_give_the_chain_native_gives(cli: Cli, tmp_
         "RuntimeError",
         "ValueError",
     }
+    if not HAVE_XDIST:
+        return
+    # Under pytest-xdist (`-n 2`) a `[gw1] linux -- Python ...` line heads each section,
+    # right above the cause never raised (`KeyError: 'x'`): read as a line of its part,
+    # which then said no type, and the chain was missed under long, short and auto.
+    spec.write_text(
+        "reprospec: 1\nname: styles-xdist\nmatrix:\n  tb: [long, short, auto]\n"
+        "command: python -m pytest -q -p no:cacheprovider -p no:hypothesispytest -n 2"
+        " --tb=${{ matrix.tb }} test_styles.py::test_cause\nrun: {timeout: 60s}\n"
+        "expect: {outcome: error, exception: KeyError}\n"
+    )
+    for cell, outcome in _outcomes(cli, spec).items():
+        chain = [(link["type"], link["message"], link["link"]) for link in outcome.get("chain", [])]
+        assert chain == native["test_cause"], (cell, chain)
 
 
 _MADE = textwrap.dedent(

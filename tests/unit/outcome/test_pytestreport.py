@@ -726,3 +726,44 @@ def test_a_short_reports_chain_is_read_from_its_parts() -> None:
     failed = first_failure(broken)
     assert failed is not None
     assert failed.chain == ()
+
+
+# pytest-xdist's `-n 2 --tb=long` report of `raise RuntimeError("top") from KeyError("x")`:
+# the worker's line heads the section, right above the cause never raised.
+XDIST_LONG = """\
+=================================== FAILURES ===================================
+__________________________________ test_cause __________________________________
+[gw1] linux -- Python 3.11.7 /work/.venv/bin/python
+KeyError: 'x'
+
+The above exception was the direct cause of the following exception:
+
+    def test_cause():
+>       raise RuntimeError("top") from KeyError("x")
+E       RuntimeError: top
+
+test_c.py:19: RuntimeError
+=========================== short test summary info ============================
+FAILED test_c.py::test_cause - RuntimeError: top
+1 failed in 1.65s
+"""
+
+
+def test_an_xdist_workers_line_is_no_part_of_the_chain() -> None:
+    # Read as a line of the cause's part, which then said no type: no chain was read.
+    for report in (
+        XDIST_LONG,
+        XDIST_LONG.replace("[gw1] linux -- Python 3.11.7 /work/.venv/bin/python\n", ""),
+    ):
+        failed = first_failure(report)
+        assert failed is not None
+        assert [(e.type, e.message, e.link) for e in failed.chain] == [
+            ("KeyError", "'x'", "cause"),
+            ("RuntimeError", "top", None),
+        ]
+    # Only a section's first line is the worker's: one further down is read as it stands.
+    moved = XDIST_LONG.replace("[gw1] linux -- Python 3.11.7 /work/.venv/bin/python\n", "")
+    moved = moved.replace("KeyError: 'x'\n", "KeyError: 'x'\n[gw1] linux -- Python 3.11.7\n")
+    failed = first_failure(moved)
+    assert failed is not None
+    assert failed.chain[0].message == "'x'\n[gw1] linux -- Python 3.11.7"
