@@ -23,6 +23,7 @@ run again.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -58,6 +59,7 @@ from reprospec.core.frozen import frozen
 from reprospec.core.logtext import printable
 from reprospec.core.results import AttemptResult, CellResult, RunResult
 from reprospec.core.words import crash_beside_pass, plural
+from reprospec.spec.matrix import RESERVED, render_value
 
 
 class Runner(Protocol):
@@ -239,7 +241,10 @@ def verify(
                         *needed_lines(os.environ, found.names, found.minimal, _subject(signature)),
                     ),
                 )
-                control = _control(draft, found, signature, ran)
+                if as_first is not here:
+                    ran.append((frozenset(own), as_first))  # with them all: it came back
+                control, no_control = _control(draft, found, signature, ran, again)
+                control, no_control = _loaded(spec_path, draft, control, no_control)
                 draft = replace(draft, control=control)
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
                 ran_with = found.names
@@ -248,6 +253,8 @@ def verify(
                 if done.back or check(found.names).back:
                     needed = found.names
                     lines.append(_needs(found, _subject(signature)))
+                    if no_control:
+                        after.append(no_control)
                     came_back_here = True  # it came back with them, in the copy or the workdir
                 else:
                     # Not shown needed: with them set it came back nowhere.
@@ -379,24 +386,34 @@ def verify(
             # Each rerun wrote the spec without some of them: a stop (Ctrl-C) mid-way
             # leaves it whole, as the verify ran it.
             spec_path.write_text(render_spec(draft), encoding="utf-8")
-        control = (
-            _control(draft, found_relevant, signature, tested)
-            if found_relevant is not None and draft.control is None
-            else None
-        )
+        control = None
+        if found_relevant is not None and draft.control is None:
+            # The verify's rerun, with them all set as the shell sets them, is evidence too:
+            # one variable is found needed by reruns without it alone.
+            tested.append((frozenset(relevant), done))
+            control, no_control = _control(draft, found_relevant, signature, tested, again)
+            control, no_control = _loaded(spec_path, draft, control, no_control)
+            if no_control:
+                after.append(no_control)
         if control is not None and found_relevant is not None:
             # As for the shell's other variables: a control cell where a rerun without
-            # them passed, kept only where the verify's control cell passes too.
+            # them passed, kept on the verify's control cell's own result. The failing
+            # cell missing that rerun is a flaky failure's chance (it came back in the
+            # verify before), no reason to drop a control that passed.
             spec_path.write_text(render_spec(replace(draft, control=control)), encoding="utf-8")
             with_control = check(needed, copy=True)
-            if with_control.verified:
-                draft, done = replace(draft, control=control), with_control
+            if with_control.controlled:
+                draft = replace(draft, control=control)
                 said = _needs(found_relevant) + (
                     f"; to see it vary, add values to matrix.{control_axis(control.names[0])}, "
                     "beside the control cell's"
                     if len(control.names) == 1
                     else ""
                 )
+                if with_control.back:
+                    done = with_control
+                else:
+                    after.append(_missed_beside_control(control.names, with_control, signature))
             else:
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
                 after.append(_no_control(control.names, with_control))
@@ -433,56 +450,150 @@ def _control(
     found: Needed,
     signature: str,
     ran: Iterable[tuple[frozenset[str], Rerun]],
-) -> Control | None:
+    again: str = "",
+) -> tuple[Control | None, str]:
     """A control cell for the variables `found` (writer.Control), where a rerun without
-    all of them passed: every attempt a clean pass. "Did not fail the same way" is no
-    control: an error of another kind without them is a cell minimize cannot hold its
-    candidates to. None for a captured pass (without them it failed: no pass to control),
-    a variable written as anything but its value (a secret read back), or an axis name
-    the matrix has or no expression can read."""
-    import re
+    all of them passed: every attempt a clean pass; else None and the line that says why
+    ('' for a captured pass: without them it failed, no pass to control). "Did not fail
+    the same way" is no control: an error of another kind without them is a cell minimize
+    cannot hold its candidates to. Nor is a variable written as anything but its value (a
+    secret read back), an axis name the matrix has, keeps for itself (`include`) or no
+    expression can read, or a value whose cell id is the control's (`'null'`): each made
+    a spec the loader refused, and capture exit 2 on a spec it wrote itself.
 
+    A flaky failure's chance is no control either: narrowing can end on unrelated
+    variables whose one rerun without them passed by luck. The control stands where every
+    attempt with them set failed (the failure looks steady), or where its passes were
+    enough that a failure at the rate seen with them would have shown among them:
+    (1 - rate)^passes < CONTROL_CHANCE."""
     names = found.names
+    if signature == "pass" or not names:
+        return None, ""
     values = {line.name: line.value for line in draft.env if not line.commented}
     axes = {axis.name for axis in draft.matrix} | {CONTROL_AXIS}
-    if signature == "pass" or not names:
-        return None
     for name in names:
-        value = values.get(name)
+        value, axis = values.get(name), control_axis(name)
         if not isinstance(value, str) or "${{" in value:
-            return None
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", control_axis(name)) or control_axis(name) in axes:
-            return None
-    passed = [
-        rerun
-        for kept, rerun in ran
-        if not kept & set(names)
-        and rerun.attempts
-        and all(same_as(a, "pass") for a in rerun.attempts)
-    ]
+            why = f"the spec writes {name} by a reference, not its value, which no cell empties"
+            return None, _no_control_why(names, why)
+        if axis in RESERVED or axis in axes or not re.fullmatch(r"[a-z_][a-z0-9_]*", axis):
+            said = "keeps for itself" if axis in RESERVED else "already has, or cannot read"
+            why = f"{name}'s matrix axis would be `{axis}`, a name the matrix {said}"
+            return None, _no_control_why(names, why)
+        if len(names) == 1 and render_value(value) == render_value(None):
+            why = f"{name}'s value `{value}` names its cell as the control's (`{axis}=null`)"
+            return None, _no_control_why(names, why)
+    runs = list(ran)
+    without = [rerun for kept, rerun in runs if not kept & set(names) and rerun.attempts]
+    passed = [r for r in without if all(same_as(a, "pass") for a in r.attempts)]
     if not passed:
-        return None
+        ended = ", ".join(
+            dict.fromkeys(
+                a.ran.signature if a.ran else "not run" for r in without for a in r.attempts
+            )
+        )
+        why = f"no rerun without {_them(names)} passed" + (f" (it ended {ended})" if ended else "")
+        return None, _no_control_why(names, why)
+    with_them = [a for kept, rerun in runs if set(names) <= kept for a in rerun.attempts]
+    failed = sum(1 for a in with_them if same_as(a, signature))
+    passes = sum(len(r.attempts) for r in passed)
+    if with_them and failed < len(with_them):
+        rate = failed / len(with_them)
+        if (1 - rate) ** passes >= CONTROL_CHANCE:
+            why = (
+                f"the failure came back in {failed}/{plural(len(with_them), 'attempt')} with "
+                f"{_them(names)} set, and {plural(passes, 'attempt')} without passed: a failure "
+                "that comes and goes at that rate misses that many by chance, so the passes "
+                "are no control"
+            )
+            then = _capture_again(again, "a larger --repeat to tell")
+            return None, _no_control_why(names, why, then)
     them = "it" if len(names) == 1 else "them"
     shown = names[0] if len(names) == 1 else _names(names)
     empty = "null" if len(names) == 1 else CONTROL_EMPTY
-    return Control(
+    control = Control(
         names,
         f"{empty}: {shown} empty, the control cell: the command passed without {them}",
     )
+    return control, ""
+
+
+# A control stands on passes a flaky failure at the rate seen would have failed in at
+# least once but for this chance (`_control`).
+CONTROL_CHANCE = 0.05
+
+
+def _them(names: Sequence[str]) -> str:
+    return "it" if len(names) == 1 else "them"
+
+
+def _by_hand(names: Sequence[str]) -> str:
+    """How to add a control cell by hand: unset, which an empty value is not to a program
+    that tells them apart, or a value it reads as off."""
+    unset = " ".join(f"-u {name}" for name in names)
+    return (
+        "add one by hand where it passes: a cell whose command starts "
+        f"`env {unset}` (unset, not empty), or one setting {_them(names)} to a value the "
+        "program reads as off"
+    )
+
+
+def _no_control_why(names: Sequence[str], why: str, then: str = "") -> str:
+    """`no control cell (... empty): why`, and what to do: `then`, else how to add one by
+    hand."""
+    return (
+        f"no control cell (the command with {_names(names)} empty): {why}; the spec has "
+        "one failing cell, so minimize has no passing cell to hold its candidates to; "
+        + (then or _by_hand(names))
+    )
+
+
+def _loaded(
+    spec_path: Path, draft: Draft, control: Control | None, why: str
+) -> tuple[Control | None, str]:
+    """`control` where the spec with it loads (spec.load), else None and why: whatever
+    `_control` did not foresee, a control that does not load is dropped, the one-cell
+    spec written as before, never a spec capture wrote refused by `run` (exit 2)."""
+    from reprospec.errors import SpecError
+    from reprospec.spec.load import load_spec
+
+    if control is None:
+        return None, why
+    spec_path.write_text(render_spec(replace(draft, control=control)), encoding="utf-8")
+    try:
+        load_spec(spec_path)
+    except SpecError as exc:
+        spec_path.write_text(render_spec(draft), encoding="utf-8")
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "it did not load"
+        return None, _no_control_why(control.names, f"the spec with it did not load ({first})")
+    return control, ""
 
 
 def _no_control(names: Sequence[str], rerun: Rerun) -> str:
     """Why the spec has no control cell, though a rerun without `names` passed: the
     verify's control cell, with them empty, did not pass."""
-    them = "it" if len(names) == 1 else "them"
     ended = ", ".join(
         dict.fromkeys(a.ran.signature if a.ran is not None else "not run" for a in rerun.control)
     )
     return (
         f"the command passed in a rerun without {_names(names)}, but a control cell with "
-        f"{them} empty did not pass in the verify (it ended {ended}): the spec has no "
-        "control cell, so minimize has no passing cell to hold its candidates to; add one "
-        "by hand where the program tells empty from unset"
+        f"{_them(names)} empty did not pass in the verify (it ended {ended}): the spec has no "
+        "control cell, so minimize has no passing cell to hold its candidates to; "
+        + _by_hand(names)
+    )
+
+
+def _missed_beside_control(names: Sequence[str], rerun: Rerun, signature: str) -> str:
+    """The verify's rerun with the control cell: the control passed, the failing cell
+    missed (a flaky failure, which came back in the verify before it). The control is
+    kept: it stands on its own cell's result."""
+    return (
+        f"the control cell ({_names(names)} empty) passed in "
+        f"{sum(1 for a in rerun.control if same_as(a, 'pass'))}/"
+        f"{plural(len(rerun.control), 'attempt')} of a rerun of the spec with it, and is "
+        f"kept; the failure ({signature}) missed that rerun's failing cell "
+        f"({rerun.same}/{plural(len(rerun.attempts), 'attempt')}), as a failure that comes "
+        "and goes does by chance (it came back in the verify before)"
     )
 
 

@@ -1649,7 +1649,7 @@ def test_a_control_cell_is_written_only_where_the_command_passed_without_the_var
         in (work / "spec.yaml").read_text()
     )
     # Without the variable it failed another way, never passed: "did not fail the same
-    # way" is no control, and no control cell is written.
+    # way" is no control, and no control cell is written, said why.
     other = tmp_path / "other"
     other.mkdir()
     (other / "prog.py").write_text(
@@ -1660,7 +1660,11 @@ def test_a_control_cell_is_written_only_where_the_command_passed_without_the_var
     )
     result = capture(cli, other, "python", "prog.py", env={"FAST_MODE": "1"})
     assert "the failure needs FAST_MODE as your shell sets it" in result.stdout, result.stdout
-    assert "control cell" not in result.stdout, result.stdout
+    assert (
+        "no control cell (the command with FAST_MODE empty): no rerun without it passed (it "
+        "ended error:ValueError); the spec has one failing cell"
+    ) in result.stdout, result.stdout
+    assert "; the control cell (" not in result.stdout, result.stdout
     assert "matrix" not in spec_document(other)
 
 
@@ -1711,6 +1715,104 @@ def test_a_relevant_variable_of_the_shell_is_tested_and_said_as_found(
         env={"OMP_NUM_THREADS": "", "MKL_NUM_THREADS": ""},
     )  # fmt: skip
     assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_a_control_cell_capture_writes_always_loads(cli: Cli, tmp_path: Path) -> None:
+    # `CACHE_BACKEND=null` wrote `cache_backend: ['null', null]`, two cells of one id, and
+    # `INCLUDE=1` `matrix: {include: [...]}`: specs the loader refused, capture exit 2 on a
+    # spec it wrote itself, where it wrote a valid one-cell spec before. Now no control
+    # cell, said why and how to add one by hand, and the one-cell spec as before.
+    for name, value in [("CACHE_BACKEND", "null"), ("INCLUDE", "1")]:
+        work = tmp_path / name.lower()
+        work.mkdir()
+        (work / "prog.py").write_text(
+            f"import os\nif os.environ.get('{name}') == '{value}':\n"
+            "    raise RuntimeError('boom')\n"
+        )
+        result = capture(cli, work, "python", "prog.py", env={name: value})
+        assert f"the failure needs {name} as your shell sets it" in result.stdout, result.stdout
+        assert "verdict reproduced" in result.stdout, result.stdout
+        assert f"no control cell (the command with {name} empty): " in result.stdout
+        assert f"`env -u {name}` (unset, not empty)" in result.stdout, result.stdout
+        document = spec_document(work)
+        assert "matrix" not in document
+        environment = document["environment"]
+        assert isinstance(environment, dict)
+        variables = environment["env"]
+        assert isinstance(variables, dict)
+        assert variables[name] == value  # as your shell sets it, in the one cell
+        rerun = cli("run", str(work / "spec.yaml"), "--out", str(tmp_path / "out"))
+        assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_a_control_cell_that_passed_is_kept_where_the_failure_missed_beside_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The control was kept only where the whole rerun reproduced: a flaky failure that
+    # missed the failing cell of the rerun with the control dropped a control that had
+    # passed, and said it "did not pass ... (it ended pass)". The program fails with
+    # OMP_NUM_THREADS=4 but the third time it runs with it (capture, the verify, then
+    # the failing cell of the rerun with the control).
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    runs = tmp_path / "runs.log"
+    (workdir / "omp.py").write_text(
+        "import fcntl, os\n"
+        f"with open({str(runs)!r}, 'a+') as f:\n"
+        "    fcntl.flock(f, fcntl.LOCK_EX)\n"
+        "    omp = os.environ.get('OMP_NUM_THREADS')\n"
+        "    f.write(f'{omp}\\n')\n"
+        "    f.seek(0)\n"
+        "    fours = f.read().splitlines().count('4')\n"
+        "if omp == '4' and fours != 3:\n"
+        "    raise RuntimeError('threads went wrong')\n"
+    )
+    result = capture(cli, workdir, "python", "omp.py", env={"OMP_NUM_THREADS": "4"})
+    assert runs.read_text().splitlines().count("4") == 3, runs.read_text()
+    assert "matrix.omp_num_threads, beside the control cell's" in result.stdout, result.stdout
+    assert (
+        "the control cell (OMP_NUM_THREADS empty) passed in 1/1 attempt of a rerun of the "
+        "spec with it, and is kept; the failure (error:RuntimeError) missed that rerun's "
+        "failing cell (0/1 attempt)"
+    ) in result.stdout, result.stdout
+    assert "did not pass in the verify" not in result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    assert spec_document(workdir)["matrix"] == {"omp_num_threads": ["4", None]}
+
+
+def test_a_flaky_failure_gets_a_control_only_where_its_passes_are_evidence(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A flaky failure's reruns without the variables narrowing ended on can pass by
+    # chance: a control cell then stood on passes a failure at the rate seen misses
+    # (0.5^4 = 6%). This program needs both variables, and fails every other run with
+    # them: 2 of 4 attempts with them failed, 4 without passed, too few to tell.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    runs = tmp_path / "runs.log"
+    (workdir / "prog.py").write_text(
+        "import fcntl, os\n"
+        "both = os.environ.get('ALPHA_MODE') == '1' and os.environ.get('BETA_MODE') == '1'\n"
+        f"with open({str(runs)!r}, 'a+') as f:\n"
+        "    fcntl.flock(f, fcntl.LOCK_EX)\n"
+        "    f.write(f'{both}\\n')\n"
+        "    f.seek(0)\n"
+        "    n = f.read().splitlines().count('True')\n"
+        "if both and n % 2 == 1:\n"
+        "    raise RuntimeError('modes clash')\n"
+    )
+    shell = {"ALPHA_MODE": "1", "BETA_MODE": "1"}
+    result = capture(cli, workdir, "python", "prog.py", options=("--repeat", "2"), env=shell)
+    assert "the failure needs ALPHA_MODE, BETA_MODE together" in result.stdout, result.stdout
+    assert (
+        "no control cell (the command with ALPHA_MODE, BETA_MODE empty): the failure came back "
+        "in 2/4 attempts with them set, and 4 attempts without passed: a failure that comes "
+        "and goes at that rate misses that many by chance, so the passes are no control; "
+    ) in result.stdout, result.stdout
+    assert "capture again with a larger --repeat to tell: reprospec capture --repeat " in (
+        result.stdout
+    )
+    assert "matrix" not in spec_document(workdir)
 
 
 def _capture_stopped(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from reprospec.capture.verify import Rerun, _beside, _flaky, same_as
 from reprospec.core.results import AttemptResult, Outcome
@@ -11,6 +12,7 @@ from tests.support.runs import segfault_matrix
 
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")
 SEGV = Outcome(kind="crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
+EXPECT = {"outcome": "error", "exception": "RuntimeError", "message": "boom"}
 DIED = (
     f"{PASSED_BESIDE_A_CRASH} SIGSEGV (pid 42: python parse.py): the attempt's status is its root's"
 )
@@ -54,3 +56,43 @@ def test_a_rerun_whose_failure_came_back_but_missed_the_expect_is_not_called_fla
     missed = _flaky(Rerun(result, (passed,) * 6, 0, "not-reproduced", False), "X")
     assert missed.startswith("it did not come back in the workdir either, run as the first run ")
     assert "(0/6 attempts, run r1)" in missed
+
+
+def test_a_control_cell_whose_spec_does_not_load_is_dropped_and_the_one_cell_spec_kept(
+    tmp_path: Path,
+) -> None:
+    """`CACHE_BACKEND=null` wrote `cache_backend: ['null', null]` (two cells of one id),
+    `INCLUDE=1` a `matrix: {include: [...]}`: specs the loader refused, and capture exit 2
+    on a spec it wrote itself. `_control` refuses both; whatever it does not foresee, the
+    spec with the control is loaded before it is kept, and one that does not load is
+    dropped, said, and the spec written without it."""
+    from reprospec.capture.narrowing import Needed
+    from reprospec.capture.verify import _control, _loaded
+    from reprospec.capture.writer import Control, Draft, EnvLine, render_spec
+    from reprospec.spec.load import load_spec
+
+    def draft(name: str, value: str) -> Draft:
+        line = EnvLine(name, value, "your shell set it: the failure needs it")
+        return Draft(name="prog", command="python prog.py", env=(line,), expect=EXPECT)
+
+    for name, value, why in [
+        ("CACHE_BACKEND", "null", "CACHE_BACKEND's value `null` names its cell as the control's"),
+        ("INCLUDE", "1", "INCLUDE's matrix axis would be `include`, a name the matrix keeps"),
+    ]:
+        control, said = _control(draft(name, value), Needed((name,), True, 1), "error:X", ())
+        assert control is None
+        assert said.startswith(f"no control cell (the command with {name} empty): {why}")
+        assert f"`env -u {name}` (unset, not empty)" in said
+        # Past `_control`: the loader is the last word, and the spec on disk loads.
+        path = tmp_path / f"{name}.yaml"
+        kept, said = _loaded(path, draft(name, value), Control((name,), "the control"), "")
+        assert kept is None
+        assert "the spec with it did not load (" in said, said
+        assert path.read_text(encoding="utf-8") == render_spec(draft(name, value))
+        assert "matrix" not in load_spec(path).document
+    # One that loads is kept.
+    path = tmp_path / "fused.yaml"
+    kept, said = _loaded(path, draft("FUSED", "1"), Control(("FUSED",), "the control"), "")
+    assert kept == Control(("FUSED",), "the control")
+    assert said == ""
+    assert load_spec(path).document["matrix"] == {"fused": ["1", None]}
