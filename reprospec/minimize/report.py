@@ -217,6 +217,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     spec_path.write_text(
         _commented(
             spec,
+            _provenance(found),
             _spec_text(
                 spec,
                 program,
@@ -352,11 +353,26 @@ def _spec_text(
     return dump_yaml(document)
 
 
-def _commented(spec: Spec, text: str, out: Path) -> str:
+# capture's header's first two lines, its provenance: the capture command, which names
+# the original's options and axes (`--workers 2`) that the minimized command may not have.
+_CAPTURED_BY = re.compile(r"^# Written by this command[^\n]*\n#   reprospec capture [^\n]*\n", re.M)
+
+
+def _provenance(found: Minimized) -> str:
+    """minimized.yaml's own provenance, in place of capture's: the search and the spec."""
+    return (
+        f"# Written by `reprospec minimize` (search {found.id}) from {found.spec_path},\n"
+        f"# its cell {found.cell.id}; the original's capture command is in that spec.\n"
+    )
+
+
+def _commented(spec: Spec, provenance: str, text: str, out: Path) -> str:
     """minimized.yaml's `text` with the spec's comments at their keys (capture's header,
     the reasons beside `expect`, the editor's `$schema=` line, its relative path made to
     name the same file from DIR), as amplified.yaml keeps them (spec.comments); capture's
-    TODO block not, where the spec sets what it lists (spec.todo)."""
+    TODO block not, where the spec sets what it lists (spec.todo). capture's first lines,
+    `Written by this command ... reprospec capture -- python load.py --workers 2`, give way
+    to minimize's `provenance`: the option they named was gone from the command."""
     from reprospec.spec.comments import axes_note_for, carry_comments, schema_moved
     from reprospec.spec.todo import without_filled_todo
 
@@ -365,6 +381,7 @@ def _commented(spec: Spec, text: str, out: Path) -> str:
         # minimized.yaml, as DIR's other commands do (run from DIR).
         text = axes_note_for(carry_comments(spec.source_text, text), text, SPEC_NAME)
         text = without_filled_todo(text, spec.source_text)
+        text = _CAPTURED_BY.sub(lambda _: provenance, text, count=1)
     return schema_moved(text, spec.base_dir, out)
 
 
