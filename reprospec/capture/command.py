@@ -702,10 +702,16 @@ def _capture(
         # "reproduced" read as a captured failure.
         # "capture again with --repeat N" of a capture that was given --repeat 20.
         more = "--repeat N" if observed.attempts <= 1 else f"--repeat above {observed.attempts}"
+        # The verify keeps only the shell's variables a pass is shown to need: a flaky
+        # load's DL_SHARED_CACHE, which its files named, was left out, and the amplify
+        # hint read as a way on with a spec that could never fail.
+        kept = "sets only the variables of your shell a pass needs: it " if request.verify else ""
         lines.append(
             f"nothing failed: the command passed in {plural(observed.attempts, 'attempt')}, so the "
-            f"spec expects a pass; for a failure that comes rarely, capture again with {more}, "
-            f"or edit its expect and run `reprospec amplify {_shown(spec_path)}`"
+            f"spec expects a pass and {kept}may lack what the failure needs; for a failure that "
+            f"comes rarely, capture again with {more}, which keeps what a failure needs; "
+            f"amplifying this spec (edit its expect, then `reprospec amplify "
+            f"{_shown(spec_path)}`) may never fail"
         )
     if proposal.toggles:
         lines.append(

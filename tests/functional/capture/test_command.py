@@ -501,7 +501,7 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
         cli, tmp_path, "python", "-c", "print('fine')", options=("--force", "--repeat", "3")
     )
     assert "the command passed in 3 attempts" in more.stdout
-    assert "capture again with --repeat above 3, or edit its expect" in more.stdout
+    assert "capture again with --repeat above 3, which keeps what a failure needs" in more.stdout
 
 
 def _venv_with(
