@@ -34,6 +34,10 @@ JSON_NAME = "native-stacks.json"
 
 TOP_FRAMES = 5
 
+# `hang_rank` of code that runs (no wait, not idle): a signal handler's frames so ranked are
+# one our stop of a child ran (`_interrupted`), not a wait of its own.
+_RUNS = (1, False)
+
 # The C/C++ runtime (and the Python interpreter, by pythonargs.is_interpreter_file's rule:
 # its executable, its libpython, PyPy's libpypy3.10-c): a frame there says where a fault
 # landed, the first frame outside says whose code it was.
@@ -355,11 +359,19 @@ def _own_place(process: ProcessStacks) -> _Placed | None:
 
 
 def _interrupted(thread: Thread) -> Thread:
-    """A live thread's frames below its last `<signal handler called>`: where a handler ran
-    it from, which is where it waits (a handler entered at a hang's stop is never the place;
-    a crash's fault is read the same way, `fault_frames`)."""
+    """A live thread's frames below its last `<signal handler called>` where the handler's
+    own frames run code (a SIGCHLD handler the runner's stop of a child ran: `chld@sl`,
+    make's `child_handler`, never the place), as a crash's fault is read (`fault_frames`);
+    the whole stack where the handler itself waits (a SIGALRM handler on a mutex the code
+    it interrupted holds, a read, a sleep): that wait is the hang, not where it came from."""
+    # Imported here, as this module's other readers of a live stack do: a report's questions
+    # (`read_none`, `agrees`) load this module and need none of stacks.py.
+    from reprospec.native.stacks import hang_rank
+
     for index in range(len(thread.frames) - 1, -1, -1):
         if thread.frames[index].signal_handler:
+            if hang_rank([f.symbol for f in thread.frames[:index]]) != _RUNS:
+                return thread
             return replace(thread, frames=thread.frames[index + 1 :])
     return thread
 

@@ -577,3 +577,30 @@ def test_a_multiprocessing_child_that_runs_a_c_program_is_where_the_hang_is(
     assert isinstance(title, str)
     assert title.startswith("mc.py: hang in a child process"), title
     assert title.endswith("<-main@nap"), title
+
+
+# A SIGALRM handler that takes a mutex the code it interrupted holds: a real deadlock inside
+# the handler, main's `pause` below it.
+_HANDLER_LOCK = """\
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static void on_alarm(int s) { (void)s; pthread_mutex_lock(&m); pthread_mutex_unlock(&m); }
+int main(void) {
+    signal(SIGALRM, on_alarm);
+    pthread_mutex_lock(&m);
+    alarm(1);
+    for (;;) pause();
+}
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+def test_a_hang_inside_a_signal_handler_is_placed_in_the_handler(cli: Cli, tmp_path: Path) -> None:
+    # d7365874 read every live thread below its last `<signal handler called>`, meant for a
+    # SIGCHLD handler our stop of a child ran: this handler's own deadlock was placed where
+    # it had interrupted main (pause@libc<-main@hlock, review). A handler that waits stays.
+    _, place = ran_hang(cli, tmp_path, "hlock", _HANDLER_LOCK)
+    assert place.endswith("<-on_alarm@hlock"), place
