@@ -483,10 +483,32 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
         read = re.compile(rf"matrix\.{re.escape(axis)}(?![\w-])|{re.escape(json.dumps(axis))}:")
         if read.search(rest) is None and read.search(entries) is None:
             del matrix[axis]
+    _drop_unread_entry_keys(matrix, rest)
     if not any(k != "exclude" for k in matrix):
         # No axis and no `include` entry left: no matrix. A matrix of `include` entries
         # alone is its cells (it was dropped, and the spec read axes it no longer had).
         document.pop("matrix")
+
+
+def _drop_unread_entry_keys(matrix: dict[str, Any], rest: str) -> None:
+    """The keys of `include` entries that are no axis and that nothing else reads (`rest`:
+    the spec but its matrix; nor an `exclude`) leave every entry, as an unread axis leaves
+    the matrix: the passes took `--records ${{ matrix.records }}` out of the command, and
+    `records: 2000` stayed in an entry, a setting that changed nothing. Kept where dropping
+    it leaves an entry empty or two entries alike: the entries are then the cells."""
+    entries = matrix.get("include")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        return
+    excluded = json.dumps(matrix.get("exclude"))
+    keys = dict.fromkeys(k for entry in entries for k in entry if k not in matrix)
+    for key in keys:
+        read = re.compile(rf"matrix\.{re.escape(key)}(?![\w-])|{re.escape(json.dumps(key))}:")
+        if read.search(rest) is not None or read.search(excluded) is not None:
+            continue
+        kept = [{k: v for k, v in entry.items() if k != key} for entry in entries]
+        shown = [json.dumps(entry, sort_keys=True) for entry in kept]
+        if all(kept) and len(set(shown)) == len(shown):
+            entries[:] = kept
 
 
 def not_the_reduced_cell(

@@ -1,0 +1,66 @@
+"""`reprospec minimize` of a spec whose `include` entries set a value the minimized command
+no longer reads: the key leaves the entries, as an axis nothing reads leaves the matrix
+(report._drop_unread_entry_keys)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from reprospec.spec.load import load_spec
+from tests.support.cli import json_verb
+
+PROGRAM = """\
+import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--bad", action="store_true")
+p.add_argument("--records", type=int, default=1)
+a = p.parse_args()
+if a.bad:
+    raise ValueError("bad export")
+print("fine")
+"""
+
+SPEC = """\
+reprospec: 1
+name: export-pair
+matrix:
+  setup: [full, small]
+  include:
+    - {setup: full, bad: true, records: 2000}
+    - {setup: small, bad: false, records: 100}
+command: python job.py ${{ matrix.bad and '--bad' or '' }} --records ${{ matrix.records }}
+run:
+  timeout: 30s
+expect:
+  outcome: error
+  exception: ValueError
+  cases:
+    - {when: {setup: small}, outcome: pass}
+"""
+
+
+def test_an_include_key_the_minimized_command_no_longer_reads_leaves_the_entries(
+    tmp_path: Path,
+) -> None:
+    # `--records` went from the command, and minimized.yaml kept `records: 2000` and
+    # `records: 100` in its include entries: settings that changed nothing.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(PROGRAM, encoding="utf-8")
+    (work / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    result = tmp_path / "result"
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(work / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(result),
+        "--budget", "30",
+    ]  # fmt: skip
+    code, data, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    document = load_spec(str(result / "minimized.yaml")).document
+    assert document["command"] == "python job.py ${{ matrix.bad and '--bad' or '' }}"
+    assert document["matrix"] == {
+        "setup": ["full", "small"],
+        "include": [{"setup": "full", "bad": True}, {"setup": "small", "bad": False}],
+    }
+    assert "records" not in data["cell_after"], data["cell_after"]
