@@ -12,7 +12,9 @@ ratios: a ratio near 1 is the goal. Wall time beside it (a neighbour's load show
 A coloured line (`\x1b[33m/work/main/.venv/...`, a path right after a terminal's colour code)
 is masked too, by a pattern of its own that starts at an ESC and runs only on a text that holds
 one: a text without one pays nothing for it, and `coloured slashes` (lines of `/` in a text
-with colour codes) shows that one ESC no longer costs every `/` of the text a second try.
+with colour codes) shows that one ESC no longer costs every `/` of the text a second try;
+`runs of codes` (20 codes in a row, no path after them), that a run is not tried again from
+each of its ESCs (its `ms` columns: quadratic in the run's length when it was).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ LINES = {
     "mixed log": "tests/test_x.py::test_y PASSED ../data/x.csv 1/2 ../../../work/main/.venv/a.py",
     "coloured log": "\x1b[32mINFO\x1b[0m step 12 \x1b[33m/work/main/.venv/lib/x.py\x1b[0m:3",
     "coloured slashes": "\x1b[0m" + "/" * 75,
+    "runs of codes": "\x1b[K" * 20 + " step 12",
 }
 
 
