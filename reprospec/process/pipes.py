@@ -7,17 +7,22 @@ is the place only where we are sure nothing below it feeds what it waits on (nat
 render.py's `hung_frame`); anything not known passes the place to the child, as before.
 Each live process of a hung tree is read here while it is stopped.
 
-Not known (None): a process that holds more descriptors than are read (`_MOST`), or one
-that may learn of a child's end by other means than its output: a pidfd, a signalfd, a
-pty's master (`script -qec ./nap`), or a SIGCHLD handler (a self-pipe's writer, GNU make's
-jobserver wait); a socket other than a Unix one that does not listen (a TCP connection's
-peer is not followed), or any socket where the kernel's socket listing cannot be asked.
+Known are only the descriptors read here and those nothing can feed: a pipe, a socket as
+below, a regular file, a directory, a character device but a pty's master (/dev/null, a
+terminal). Any other makes the process not known (None): a FIFO opened by its path (its
+writers are not followed), an eventfd, an epoll, a pidfd, a signalfd, a timerfd, a pty's
+master (`script -qec ./nap`) all may be fed by a child otherwise than its output. So are a
+process that holds more descriptors than are read (`_MOST`), one with a SIGCHLD handler (a
+self-pipe's writer, GNU make's jobserver wait), one with a socket other than a Unix one
+that does not listen (a TCP connection's peer is not followed), or any socket where the
+kernel's socket listing cannot be asked.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import stat
 import struct
 from collections.abc import Iterable, Mapping
 
@@ -34,9 +39,8 @@ _O_ACCMODE = 0o3
 # (their links are one system call each, at a hang's deadline), and not known, since a
 # partial list could miss the very end a child writes.
 _MOST = 4096
-# The links of a descriptor by which a process learns that a child ended, or reads a
-# terminal a child writes: a wait on them is a launcher's, whatever its pipes say.
-_CHILD_LINKS = ("anon_inode:[pidfd]", "anon_inode:[signalfd]")
+# A pty's master (/dev/ptmx, /dev/pts/ptmx), the one character device known to be fed: it
+# reads what a child writes to its terminal.
 _PTY_MASTER = "ptmx"
 # /proc/PID/status's SigCgt (the signals it catches, hex): SIGCHLD's bit (signal 17).
 _SIGCHLD_BIT = 1 << (17 - 1)
@@ -83,10 +87,10 @@ def _pipes(pid: int, peers: Mapping[int, int] | None) -> Pipes | None:
             link = os.readlink(f"{folder}/{name}")  # noqa: PTH115
         except OSError:
             continue  # closed since the listing
-        if link in _CHILD_LINKS or link.endswith(_PTY_MASTER):
-            return None
         found = _INODE.match(link)
         if found is None or not name.isdigit():
+            if not _inert(f"{folder}/{name}", link):
+                return None
             continue
         fd, inode = int(name), int(found.group(2))
         ids[fd] = inode
@@ -120,6 +124,22 @@ def _pipes(pid: int, peers: Mapping[int, int] | None) -> Pipes | None:
     # Its own stdout and stderr are no wait of its own (a socket pair as its stdout).
     reads -= {ids[fd] for fd in (1, 2) if fd in ids}
     return Pipes(reads=tuple(sorted(reads)), writes=tuple(sorted(writes)))
+
+
+def _inert(path: str, link: str) -> bool:
+    """Whether the descriptor at `path` (its link `link`), neither a pipe nor a socket, is
+    one nothing below may feed: a regular file, a directory, a character device but a pty's
+    master. An allowlist: a FIFO, an eventfd, an epoll, any kind not named is not. A
+    descriptor closed since the listing (its `stat` fails) is none of the process's."""
+    if not link.startswith("/"):
+        return False  # anon_inode:[eventfd], [eventpoll], [pidfd], net:[...]: not followed
+    try:
+        mode = os.stat(path).st_mode  # noqa: PTH116 - the open file, through /proc's link
+    except OSError:
+        return True
+    if stat.S_ISCHR(mode):
+        return not link.endswith(_PTY_MASTER)
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _readable(pid: int, fd: int) -> bool:

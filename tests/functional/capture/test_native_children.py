@@ -307,3 +307,43 @@ def test_a_reader_of_a_pipe_of_its_own_gives_way_to_its_deadlocked_child(
     built(tmp_path / "lonely", "dl", _DL)
     _, place = ran_hang(cli, tmp_path, "lonely", _LONELY_DL)
     assert place == "lll_lock_wait@libc<-stuck@dl", place
+
+
+# Launchers that wait on what their child holds by other means than a pipe or a socket: a
+# FIFO (mkfifo) the child opens by its path at fd 9, an eventfd it inherits at fd 9.
+_UNFOLLOWED = """\
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+    int r;
+    if (FIFO) { unlink("f"); mkfifo("f", 0600); r = open("f", O_RDONLY | O_NONBLOCK | O_CLOEXEC); }
+    else r = eventfd(0, 0);
+    if (fork() == 0) {
+        dup2(FIFO ? open("f", O_WRONLY) : r, 9);
+        execl("./nap", "./nap", (char *)0);
+        _exit(127);
+    }
+    struct pollfd p = {r, POLLIN, 0};
+    return poll(&p, 1, -1);
+}
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize("fifo", [1, 0], ids=["fifo", "eventfd"])
+def test_a_launcher_waiting_on_a_descriptor_not_followed_gives_way_to_its_child(
+    cli: Cli, tmp_path: Path, fifo: int
+) -> None:
+    # A link that was neither a pipe nor a socket was passed over as nobody's: the launcher's
+    # own `poll@libc<-main@unf` was the place. Only a regular file, a folder and an ordinary
+    # character device are known to be fed by nothing below.
+    work = tmp_path / "unf"
+    built(work, "nap", _NAP)
+    built(work, "unf", _UNFOLLOWED, f"-DFIFO={fifo}")
+    _, (attempt,) = _attempts(cli, work, "./unf")
+    assert attempt["outcome"]["hung_native"] == "clock_nanosleep@libc<-main@nap", attempt["outcome"]
+    assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -85,16 +86,33 @@ def test_a_pipe_s_write_end_at_any_descriptor_is_written() -> None:
         "import signal; signal.signal(signal.SIGCHLD, lambda *a: None)",
         "import os; fd = os.pidfd_open(os.getpid())",
         "import os; fd = os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)",
+        "import os; os.mkfifo('TMP/f'); fd = os.open('TMP/f', os.O_RDONLY | os.O_NONBLOCK)",
+        "import os; fd = os.eventfd(0)",
     ],
-    ids=["sigchld", "pidfd", "ptmx"],
+    ids=["sigchld", "pidfd", "ptmx", "fifo", "eventfd"],
 )
-def test_a_process_that_may_learn_of_a_child_otherwise_is_not_known(setup: str) -> None:
+def test_a_process_that_may_learn_of_a_child_otherwise_is_not_known(
+    setup: str, tmp_path: Path
+) -> None:
     # A self-pipe's SIGCHLD handler, GNU make's jobserver wait, a pidfd's poll, `script`'s pty
-    # master: its wait on a descriptor may be fed by a child's end, not its output. Its own
-    # wait was taken for the hang (`poll@libc<-main@pf`, `chld@sl`).
-    if "pidfd" in setup and not hasattr(os, "pidfd_open"):
-        pytest.skip("no os.pidfd_open")
-    with _child() as plain, _child(setup) as other:
+    # master, a FIFO its child opens by path, an eventfd its child inherits: its wait on a
+    # descriptor may be fed by a child, not by its output. Its own wait was taken for the hang
+    # (`poll@libc<-main@pf`, `chld@sl`; a FIFO's and an eventfd's were links not followed).
+    for call in ("pidfd_open", "eventfd"):
+        if call in setup and not hasattr(os, call):
+            pytest.skip(f"no os.{call}")
+    with _child() as plain, _child(setup.replace("TMP", str(tmp_path))) as other:
         found = held_pipes([plain, other])
     assert plain in found
     assert other not in found
+
+
+def test_a_process_holding_files_a_folder_and_dev_null_is_known() -> None:
+    # Nothing below feeds a regular file, a directory or an ordinary character device: they
+    # are the allowlist's, beside pipes and sockets; any other kind is not known.
+    setup = (
+        "import os; a = open(os.devnull); b = open(sys.executable, 'rb');"
+        " c = os.open('/', os.O_RDONLY | os.O_DIRECTORY)"
+    )
+    with _child(setup) as pid:
+        assert pid in held_pipes([pid])
