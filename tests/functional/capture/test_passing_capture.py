@@ -29,7 +29,9 @@ def test_a_capture_that_passed_says_its_spec_may_lack_what_the_failure_needs(
     assert result.code == 0, result.stdout + result.stderr
     env = load_spec(str(tmp_path / "load.yaml")).document["environment"]
     assert isinstance(env, dict)
-    assert "DL_SHARED_CACHE" not in (env.get("env") or {})
+    variables = env.get("env") or {}
+    assert isinstance(variables, dict)
+    assert "DL_SHARED_CACHE" not in variables
     (said,) = [line for line in result.stdout.splitlines() if line.startswith("nothing failed")]
     assert said == (
         "nothing failed: the command passed in 1 attempt, so the spec expects a pass and sets "
