@@ -382,8 +382,13 @@ def _path_failed(
         base = cwd or Path.cwd()
         paths = [e for e in paths if (base / str(local_path(e))).resolve() == Path(where)]
     if named is None:
-        failing = (e for e in paths if _metadata_fails(e, python, index, cwd, timeout_s, env))
-        paths = [first] if (first := next(failing, None)) is not None else []
+        # The path's own failure is quoted, asked alone: the whole list's output may be
+        # another entry's (a git+ URL's build that raised beside the path that fails too).
+        asked = ((e, _metadata_fails(e, python, index, cwd, timeout_s, env)) for e in paths)
+        first = next(((e, alone) for e, alone in asked if alone is not None), None)
+        if first is None:
+            return None
+        paths, output = [first[0]], first[1]
     if len(paths) != 1:
         return None
     said = f"could not build {paths[0]} ({_whence(True)}: {uv_error(output)})"
@@ -397,9 +402,10 @@ def _metadata_fails(
     cwd: Path | None,
     timeout_s: float,
     env: dict[str, str],
-) -> bool:
-    """Whether `entry` alone (`--no-deps`: its own metadata, nothing else fetched) fails in
-    its build backend, as `resolve` asks the whole list."""
+) -> str | None:
+    """uv's output where `entry` alone (`--no-deps`: its own metadata, nothing else
+    fetched) fails in its build backend, as `resolve` asks the whole list; None where it
+    does not, or uv did not answer."""
     try:
         done = _asked(
             ["pip", "compile", "-", "--quiet", "--no-header", "--no-deps",
@@ -407,8 +413,9 @@ def _metadata_fails(
             timeout_s=timeout_s, cwd=cwd, env=env, input=f"{entry}\n",
         )  # fmt: skip
     except (UvTimeout, OSError):
-        return False
-    return done.returncode != 0 and _backend_failed((done.stderr or done.stdout).lower())
+        return None
+    said = done.stderr or done.stdout
+    return said if done.returncode != 0 and _backend_failed(said.lower()) else None
 
 
 def _backend_offline(output: str) -> str:

@@ -219,6 +219,36 @@ def test_a_url_entry_whose_build_fails_blames_no_path_beside_it(cli: Cli, tmp_pa
     assert "RuntimeError: FOO_HOME is not set" in check["why"], check
 
 
+def test_a_path_entry_blamed_beside_a_failing_url_entry_is_quoted_its_own_failure(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A `git+file://` entry whose build raises beside a path entry whose build raises too:
+    the path, asked alone, is the one blamed, and the failure quoted is its own (BAR_HOME),
+    where the whole list's output, the URL entry's (FOO_HOME), was quoted as the path's."""
+    _path_project(tmp_path / "bar", 'raise RuntimeError("BAR_HOME is not set")\n')
+    _path_project(tmp_path / "gitbad", 'raise RuntimeError("FOO_HOME is not set")\n')
+    git = ("git", "-C", str(tmp_path / "gitbad"))
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run(
+        [*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
+    )
+    url = f"git+{(tmp_path / 'gitbad').as_uri()}"
+    (tmp_path / "index").mkdir()
+    env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
+    (tmp_path / "s.yaml").write_text(
+        f"reprospec: 1\nname: s\nenvironment: {{packages: ['{url}', './bar']}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    argv = ("doctor", "s.yaml", "--runner", "venv", "--format", "json")
+    done = cli(*argv, env=env, cwd=tmp_path)
+    assert done.code == 1, done.stdout + done.stderr
+    check = _checks(done.stdout)["venv-packages"]
+    assert f"{url}, ./bar: could not build ./bar (" in check["why"], check
+    assert "RuntimeError: BAR_HOME is not set" in check["why"], check
+    assert "FOO_HOME" not in check["why"], check
+
+
 def test_a_silent_index_costs_one_wait_told_once(cli: Cli, tmp_path: Path) -> None:
     """An index that accepts the connection and never answers: uv waited its own timeout
     and retries past the resolve's 120 s, read as a long list's backtracking, and the next
