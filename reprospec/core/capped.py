@@ -186,7 +186,6 @@ def run(
     merge_stderr: bool = False,
     tail: int | None = None,
     stop: Callable[[], bool] | None = None,
-    linger_s: float | None = None,
 ) -> Completed:
     """Run `argv` to its end (or `timeout_s`; None: no limit), keeping at most `limit` +
     `tail` bytes per stream.
@@ -196,10 +195,7 @@ def run(
     `merge_stderr` sends stderr into stdout (gdb). `stop`, asked at every slice of the
     wait (SLICE_S), ends it as the timeout would (`Completed.stopped`): a second Ctrl-C,
     which a stop handler only records, cuts a wait that no signal reaches (the helper has
-    a session of its own). `linger_s`: its exit ends the wait this long after it, though a
-    member of its group still holds the pipes (sbatch, squeue: their answer is whole once
-    they exit, and a site wrapper's `logger &` held them to the timeout, 120 s). Raises
-    OSError when it cannot start.
+    a session of its own). Raises OSError when it cannot start.
     """
     keep_tail = limit // 4 if tail is None else tail
     proc = subprocess.Popen(
@@ -214,7 +210,7 @@ def run(
     outputs = {"stdout": HeadTail(limit, keep_tail), "stderr": HeadTail(limit, keep_tail)}
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     try:
-        end = _read_to_end(proc, outputs, deadline, stop, linger_s)
+        end = _read_to_end(proc, outputs, deadline, stop)
     except BaseException:
         # A Ctrl-C raised mid-read: the process has a session of its own, so the user's
         # Ctrl-C never reached it, and it would run on, an orphan (gdb on a large core).
@@ -236,11 +232,9 @@ def _read_to_end(
     outputs: Mapping[str, HeadTail],
     deadline: float | None,
     stop: Callable[[], bool] | None,
-    linger_s: float | None = None,
 ) -> _End:
     """Read `proc`'s pipes until both close and it exits, or `deadline` or `stop` comes first
-    ("answered" where it had exited by then, what its pipes held read, as `linger_s` after
-    its exit).
+    ("answered" where it had exited by then, what its pipes held read).
 
     Every wait is a slice of at most SLICE_S: a signal the kernel hands another thread of
     the engine wakes no wait of the main thread, whose handler would otherwise run only
@@ -250,15 +244,9 @@ def _read_to_end(
             pipe = getattr(proc, name)
             if pipe is not None:
                 selector.register(pipe, selectors.EVENT_READ, outputs[name])
-        exited_at: float | None = None
         while selector.get_map():
             left = _left(deadline)
             cut: _End | None = "timeout" if left <= 0 else None
-            if cut is None and linger_s is not None and _exited(proc):
-                exited_at = time.monotonic() if exited_at is None else exited_at
-                if time.monotonic() - exited_at >= linger_s:
-                    _drain(selector)
-                    return "answered"
             if cut is None and stop is not None and stop():
                 cut = "stop"
             if cut is not None:

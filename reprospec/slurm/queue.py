@@ -350,11 +350,7 @@ def _said(
     env = {**os.environ, "SLURM_TIME_FORMAT": "standard"}
     timeout_s = max(timeout_s, 1)
     try:
-        # linger_s: its answer is whole once it exits, whatever a site wrapper left holding
-        # the pipe (a logger) until our timeout.
-        done = capped.run(
-            argv, limit=_SAID_BYTES, tail=0, timeout_s=timeout_s, env=env, stop=stop, linger_s=1.0
-        )
+        done = capped.run(argv, limit=_SAID_BYTES, tail=0, timeout_s=timeout_s, env=env, stop=stop)
     except OSError as exc:
         return f"{argv[0]} could not be started: {exc.strerror or exc}"
     if done.timed_out:

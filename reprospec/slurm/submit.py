@@ -35,9 +35,6 @@ _SKEW = timedelta(seconds=60)
 
 # A stop in the first moment of an sbatch is not told of a wait: sbatch answers at once.
 _TELL_AFTER_S = 2.0
-# How long a Slurm client's pipes, held by what a site's wrapper left running (a logger),
-# are read after it exited with its answer (capped.run's `linger_s`).
-_LINGER_S = 1.0
 # How long scancel is waited for (the array of a merge not submitted): a slurmctld that did
 # not answer the merge's sbatch may not answer it either, and the run ends after it.
 _SCANCEL_S = 10.0
@@ -212,9 +209,7 @@ def _sbatch(argv: Sequence[str], stop: Callable[[], bool] | None = None) -> str:
         # job may have been queued. A stuck one is still ended (its group) at the timeout,
         # or at once by a second stop (`stop`).
         began = monotonic()
-        proc = capped.run(
-            argv, limit=_ANSWER_BYTES, timeout_s=_SBATCH_TIMEOUT_S, stop=stop, linger_s=_LINGER_S
-        )
+        proc = capped.run(argv, limit=_ANSWER_BYTES, timeout_s=_SBATCH_TIMEOUT_S, stop=stop)
     except OSError as exc:
         raise InfraError(f"{argv[0]} could not be started: {exc}") from None
     if proc.stopped:
@@ -385,7 +380,6 @@ def _scancel(job: str, wait: LookupWait) -> tuple[bool, str]:
             limit=_ANSWER_BYTES,
             timeout_s=_SCANCEL_S,
             stop=lambda: wait.cancel_stopped,
-            linger_s=_LINGER_S,
         )
     except OSError as exc:
         return (

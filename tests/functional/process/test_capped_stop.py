@@ -142,28 +142,3 @@ def test_stop_group_gives_the_leader_its_sigterm_before_the_groups_sigkill(tmp_p
     assert termed.read_text() == "termed"
     assert proc.returncode == 0
     assert _gone(int(pid_file.read_text()))
-
-
-def test_linger_ends_the_wait_of_a_helper_that_exited_with_its_answer(tmp_path: Path) -> None:
-    # sbatch's answer is whole once it exits: a wrapper's logger held the pipe until the
-    # timeout (sbatch's 120 s), each submission that long. Without linger_s, the wait is
-    # the pipe's, as ever (a helper whose children's output is its answer).
-    child = tmp_path / "child"
-    began = monotonic()
-    done = capped.run(
-        ["sh", "-c", 'echo 101; sleep 60 & echo $! > "$1"', "sh", str(child)],
-        limit=1024,
-        timeout_s=30,
-        linger_s=0.5,
-    )
-    assert monotonic() - began < 10
-    assert (done.returncode, done.stdout, done.stopped, done.timed_out) == (
-        0,
-        b"101\n",
-        False,
-        False,
-    )
-    assert _gone(int(child.read_text()))
-    began = monotonic()
-    waited = capped.run(["sh", "-c", "echo a; (sleep 1; echo b) &"], limit=1024, timeout_s=30)
-    assert (waited.stdout, monotonic() - began >= 1) == (b"a\nb\n", True)
