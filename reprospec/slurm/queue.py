@@ -88,6 +88,9 @@ def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry]
     return entries
 
 
+_ALONE_S = 30.0  # squeue's time for every id asked alone (`_squeue_jobs`), all together
+
+
 def _squeue_jobs(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry] | None:
     """squeue's entries of `wanted`; None where it did not answer. A refusal of an id it no
     longer knows ("Invalid job id specified": one id asked alone, or, from a squeue that
@@ -99,8 +102,14 @@ def _squeue_jobs(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry] |
     if _INVALID_ID not in said:
         return None
     entries: dict[tuple[str, int | None], QueueEntry] = {}
+    # One _ALONE_S for all the ids asked alone (a run resumed many times holds many): each
+    # its own 30 s was up to 20 minutes of a `slurm status` where squeue answers slowly.
+    deadline = monotonic() + _ALONE_S
     for job in ids if len(ids) > 1 else ():
-        one = _said([*_SQUEUE_JOBS, f"--jobs={job}"], timeout_s=30, stop=None)
+        left = deadline - monotonic()
+        if left <= 0:
+            return None  # (not asked: not known, never "not listed")
+        one = _said([*_SQUEUE_JOBS, f"--jobs={job}"], timeout_s=left, stop=None)
         if isinstance(one, str):
             if _INVALID_ID not in one:
                 return None

@@ -109,6 +109,25 @@ def test_squeue_is_asked_of_the_runs_jobs_alone_and_an_id_it_forgot_is_not_liste
     assert query_queue(["44"]) == {}
 
 
+def test_ids_asked_alone_share_one_deadline_and_past_it_the_queue_is_not_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A squeue that refuses a list with an unknown id, slow to answer: each id of a run resumed
+    # many times asked alone with a 30 s of its own, up to 20 minutes of one `slurm status`.
+    import reprospec.slurm.queue as queue
+
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    slow = "sleep 0.4\n" + _SQUEUE_BY_ID.format(tools=tmp_path)
+    fake_tool(tmp_path, "squeue", slow)
+    fake_tool(tmp_path, "sacct", "echo 'Slurm accounting storage is disabled' >&2; exit 1")
+    (tmp_path / "strict").write_text("")
+    monkeypatch.setattr(queue, "_ALONE_S", 1.0)
+    ids = [str(job) for job in range(100, 120)]
+    assert query_queue(ids) is None  # (not all asked: not known, never "not listed")
+    asked = (tmp_path / "asked").read_text().splitlines()
+    assert 1 < len(asked) < 1 + len(ids), asked
+
+
 _FLOOD = "yes '7000001|1|7000001_1|PENDING|Priority' | head -c 70000000"
 
 
