@@ -236,9 +236,11 @@ def _runs_the_command(shell: ProcessStacks, by_pid: Mapping[int, ProcessStacks])
 
 
 # Parts of one simple command that hold an operator's character: a parameter's expansion
-# (`${HOME}`, `${X:-a;b}`), a clobbering redirection (`>|`). (An arithmetic one, `$((1|2))`,
-# is `skeleton`'s None, as a command substitution is.)
-_EXPANSION = Lazy(r"\$\{[^}]*\}|>\|")
+# (`${HOME}`, `${X:-a;b}`) with one level of expansion in it (`${X:-${Y} #a}`: its first `}`
+# ended it, and ` #a}; ./nap` was read as a comment, the list as one command), a clobbering
+# redirection (`>|`). (An arithmetic one, `$((1|2))`, is `skeleton`'s None, as a command
+# substitution is; an expansion nested deeper leaves a `}` that reads as a group: a list.)
+_EXPANSION = Lazy(r"\$\{(?:[^{}]|\{[^{}]*\})*\}|>\|")
 # A comment: a `#` that begins a word, to its line's end (`./nap # why`), no command.
 _COMMENT = Lazy(r"(?:^|(?<=\s))#[^\n]*")
 # What makes a `-c` line more than one simple command, once its quoted words, descriptor

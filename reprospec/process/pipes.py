@@ -24,7 +24,7 @@ import os
 import socket
 import stat
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from reprospec.core.lazyre import Lazy
 from reprospec.native.stacks import Pipes
@@ -54,13 +54,23 @@ _NLM_F_REQUEST_DUMP = 0x301
 _NLMSG_ERROR, _NLMSG_DONE = 2, 3
 _UDIAG_SHOW_PEER = 4
 _UNIX_DIAG_PEER = 2
+# How long the socket listing may take to answer (seconds): a dump of every Unix socket of the
+# host, ~12.5 us each, read at a hang's deadline; past it, no socket is known.
+_ASK_TIMEOUT = 1.0
 
 
 def held_pipes(pids: Iterable[int]) -> dict[int, Pipes]:
     """Each of `pids`' pipes and sockets (`Pipes`); a process whose descriptors cannot be
     read or are not known (the module's docstring) is left out, which its reader takes as
-    not known: the place passes to the child."""
-    peers = unix_peers()
+    not known: the place passes to the child. The host's socket listing is asked once, at
+    the first socket of the tree: a tree of pipes alone costs no dump of every socket."""
+    asked: list[dict[int, int] | None] = []
+
+    def peers() -> dict[int, int] | None:
+        if not asked:
+            asked.append(unix_peers())
+        return asked[0]
+
     found: dict[int, Pipes] = {}
     for pid in pids:
         pipes = _pipes(pid, peers)
@@ -69,7 +79,7 @@ def held_pipes(pids: Iterable[int]) -> dict[int, Pipes]:
     return found
 
 
-def _pipes(pid: int, peers: Mapping[int, int] | None) -> Pipes | None:
+def _pipes(pid: int, peers: Callable[[], Mapping[int, int] | None]) -> Pipes | None:
     # str paths and os calls, as tree.py reads /proc: no Path object per descriptor.
     folder = f"/proc/{pid}/fd"
     try:
@@ -102,14 +112,15 @@ def _pipes(pid: int, peers: Mapping[int, int] | None) -> Pipes | None:
             else:
                 writes.add(inode)
             continue
-        if peers is None:
+        table = peers()
+        if table is None:
             return None
-        if inode not in peers:
+        if inode not in table:
             others.append((fd, inode))
             continue
         # A socket pair's two ends are one id (the lower inode), as a pipe's are; a socket
         # is read and written both, so any process holding it may feed its reader.
-        joined = ids[fd] = min(inode, peers[inode] or inode)
+        joined = ids[fd] = min(inode, table[inode] or inode)
         writes.add(joined)
         reads.add(joined)
     if others:
@@ -185,12 +196,17 @@ def _listening(pid: int) -> set[int]:
 
 def unix_peers() -> dict[int, int] | None:
     """Each Unix socket's peer inode (0: none, a listening or unconnected one), by the
-    kernel's socket listing (NETLINK_SOCK_DIAG, as `ss -x` asks); None where it cannot be
-    asked (no such netlink family, a sandbox): then no socket is known."""
+    kernel's socket listing (NETLINK_SOCK_DIAG, as `ss -x` asks), whole: a socket absent
+    from it is no Unix one (a TCP one, read as such), and {} says the host has none open.
+    None where it cannot be asked (no such netlink family, a sandbox), answered an error or
+    ended its dump unfinished, or did not answer in `_ASK_TIMEOUT`: then no socket is known,
+    and a process holding one is not."""
     try:
         asking = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
     except OSError:
         return None
+    # A timeout is an OSError (TimeoutError) of send or recv: None, as any failure is.
+    asking.settimeout(_ASK_TIMEOUT)
     peers: dict[int, int] = {}
     with asking:
         # struct unix_diag_req: family, protocol, pad, states (all), ino, show, cookie[2].
@@ -201,22 +217,26 @@ def unix_peers() -> dict[int, int] | None:
                              _NLM_F_REQUEST_DUMP, 1, 0)  # fmt: skip
         try:
             asking.send(header + request)
-            while True:
-                data = asking.recv(1 << 16)
-                if not data or not _read_messages(data, peers):
-                    break
+            while _read_messages(asking.recv(1 << 16), peers):
+                pass
         except OSError:
             return None
     return peers
 
 
 def _read_messages(data: bytes, peers: dict[int, int]) -> bool:
-    """One answer's netlink messages into `peers`; False at the dump's end (or an error)."""
+    """One answer's netlink messages into `peers`; False at the dump's end. An error's
+    message, a malformed one or an empty answer (the dump cut short) raise OSError: a partial
+    listing would read a Unix socket left out of it as a TCP one."""
+    if not data:
+        raise OSError("the socket listing ended before its dump was done")
     at = 0
     while at + 16 <= len(data):
         length, kind = struct.unpack_from("=IH", data, at)
-        if kind in (_NLMSG_ERROR, _NLMSG_DONE) or length < 16:
+        if kind == _NLMSG_DONE:
             return False
+        if kind == _NLMSG_ERROR or length < 16:
+            raise OSError("the socket listing answered an error")
         # struct unix_diag_msg (16 bytes: family, type, state, pad, ino, cookie[2]), then
         # its attributes (len, type, value; each aligned to 4).
         body = data[at + 16 : at + length]

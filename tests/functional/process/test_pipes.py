@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.process import pipes as pipes_module
 from reprospec.process.pipes import held_pipes, unix_peers
 
 # A Python child that says it is ready, after `setup` ran, then waits to be killed.
@@ -116,3 +117,25 @@ def test_a_process_holding_files_a_folder_and_dev_null_is_known() -> None:
     )
     with _child(setup) as pid:
         assert pid in held_pipes([pid])
+
+
+def test_the_socket_listing_is_asked_once_and_only_at_a_socket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A dump of every Unix socket of the host (~12.5 us each) was asked at each hang a reader
+    # waited in, though no process of the tree held a socket. Counted, not replaced: the
+    # real listing answers each call.
+    asked: list[dict[int, int] | None] = []
+
+    def counted() -> dict[int, int] | None:
+        asked.append(unix_peers())
+        return asked[-1]
+
+    monkeypatch.setattr(pipes_module, "unix_peers", counted)
+    with _child() as plain:
+        assert plain in held_pipes([plain])
+    assert asked == []
+    ours, theirs = socket.socketpair()
+    with ours, theirs, _child(stdout=theirs.fileno()) as one, _child(stdout=theirs.fileno()) as two:
+        held_pipes([one, two])
+    assert len(asked) == 1

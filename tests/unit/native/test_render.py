@@ -618,6 +618,7 @@ def test_a_reader_of_a_pipe_of_its_own_gives_way_to_its_own_deadlocked_child() -
     [
         "./nap ${HOME}",
         "./nap ${X:-a;b}",
+        "./nap ${X:-${Y};b}",
         "./nap x{1,2}",
         "./nap {}",
         "./nap # why; not a list",
@@ -649,6 +650,7 @@ def test_one_simple_command_with_an_operator_s_character_runs_the_spec_s_own_pro
         "./nap\necho done",
         "./nap # why\necho done",
         "./nap $(echo x)",
+        "./nap ${X:-${Y} #a}; ./nap",
     ],
 )
 def test_a_list_s_process_is_one_it_ran(text: str) -> None:
