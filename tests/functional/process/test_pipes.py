@@ -67,17 +67,21 @@ def test_a_socket_pair_s_two_ends_are_one_id() -> None:
 
 
 def test_a_pipe_s_write_end_at_any_descriptor_is_written() -> None:
-    # A status pipe the child holds at fd 9 (systemd's notify, gpg's --status-fd): only fd 1
-    # and 2 were read as what a child writes.
+    # A status pipe the child holds at a descriptor past 2 (systemd's notify, gpg's
+    # --status-fd): only fd 1 and 2 were read as what a child writes.
+    import fcntl
+
     read_end, write_end = os.pipe()
+    # (a free descriptor of 100 or more: a fixed 9 of this process overwrote a plugin's
+    # socket there, pytest-rerunfailures', whose thread then failed a later test)
+    status = fcntl.fcntl(write_end, fcntl.F_DUPFD, 100)
     try:
-        os.dup2(write_end, 9, inheritable=True)
-        with _child(pass_fds=(9,)) as pid:
+        with _child(pass_fds=(status,)) as pid:
             pipes = held_pipes([pid])[pid]
             assert _inode(read_end) in pipes.writes
             assert _inode(read_end) not in pipes.reads
     finally:
-        for fd in (read_end, write_end, 9):
+        for fd in (read_end, write_end, status):
             os.close(fd)
 
 
