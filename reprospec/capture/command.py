@@ -70,6 +70,7 @@ from reprospec.capture.hangwait import (
     verify_wait,
 )
 from reprospec.capture.optionarity import ParserOptions, script_options
+from reprospec.capture.shellpython import ShellPython, relative_python, shell_python
 from reprospec.capture.timebound import Bound, unbound
 from reprospec.capture.toggles import Proposal, kept_note, propose, unsure_note
 from reprospec.capture.verify import Runner, Stopped, verify
@@ -153,6 +154,9 @@ class Request:
     force: bool = False
     # `--python PATH`: the interpreter a bare `python` in the command runs (the run's).
     python: str | None = None
+    # The shell's own interpreter for the command's bare `python`, where it is not
+    # reprospec's: taken as `python` where it is an environment's (shellpython.py).
+    shell: ShellPython | None = None
     # The command as typed, where capture wrote some of its words otherwise (tidied_paths,
     # `bound`); () where argv is it.
     typed: tuple[str, ...] = ()
@@ -290,6 +294,9 @@ def command_request(
     # The run's own checks: the timeout a number > 0, the paths as Paths.
     checked = RunOptions(timeout_s=timeout_s, out=out, python=python)
     command, chosen = chosen_interpreter(words, checked.python, Path.cwd())
+    shell = shell_python(command, chosen)
+    if shell is not None and shell.taken:
+        chosen = shell.path
     return Request(
         argv=command,
         output=Path(output) if output is not None else Path(f"{script_stem(words)}-capture.yaml"),
@@ -299,6 +306,7 @@ def command_request(
         out=checked.out,
         force=bool(force),
         python=chosen,
+        shell=shell,
     )
 
 
@@ -774,10 +782,13 @@ def _capture(
         for i in pinned.local
         if i.editable and i not in editable and request.verify
     ]
-    if request.python is not None:
+    if request.shell is not None:
+        lines.append(request.shell.line(workdir))
+    elif request.python is not None:
+        shown = shlex.quote(relative_python(request.python, workdir))
         lines.append(
-            f"it ran with --python {shlex.quote(request.python)}, whose packages the spec "
-            "pins: rerun it with the same (or --runner venv)"
+            f"it ran with --python {shown}, whose packages the spec pins: rerun it with the "
+            "same (or --runner venv)"
         )
     if pinned.error:
         lines.append(
@@ -1589,9 +1600,17 @@ def _header(
         lines.append(request.bound.note(f"{request.timeout_s:g}s") + ".")
     lines += tidied_lines(request.tidied)
     if request.python is not None:
+        # Relative where it lies in the workdir: a home path here went into every bundle.
+        shown = shell_line([relative_python(request.python, Path.cwd())])
+        shell = request.shell
+        ran = (
+            f"{shown}, the `{shell.name}` of your shell's PATH"
+            if shell is not None and shell.taken
+            else f"--python {shown}"
+        )
         lines.append(
-            f"It ran with --python {shell_line([request.python])}, whose packages it pins: "
-            f"rerun it with the same, or with --runner venv."
+            f"It ran with {ran}, whose packages it pins: rerun it with --python {shown}, "
+            "or with --runner venv."
         )
     if proposal.toggles:  # a command without settings of its own has no axis to widen
         lines += [*AXES_NOTE, observe_line(shell_line([_shown(request.output)]))]

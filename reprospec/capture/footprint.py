@@ -895,7 +895,7 @@ def crash_frame(stack: str | None, workdir: Path) -> str | None:
         elif frames and (not line.strip() or "(most recent call " in line):
             break  # the next thread's block, or the traceback's end
     ordered = frames if first else frames[::-1]
-    own = [f for f in ordered if _inside(f["file"], workdir)]
+    own = [f for f in ordered if _own_code(f["file"], workdir)]
     candidates = own or [f for f in ordered if not _LIBRARY_PATH.search(f["file"])]
     if not candidates:
         return None
@@ -976,3 +976,15 @@ def frame_name(function: str, file: str, line: int | str, workdir: Path) -> str:
 
 def _inside(file: str, workdir: Path) -> bool:
     return file.startswith("/") and Path(file).resolve().is_relative_to(workdir)
+
+
+def _own_code(file: str, workdir: Path) -> bool:
+    """Whether `file` is the workdir's own code: inside it, and not a library installed in
+    an environment there (`.venv/lib/python3.11/site-packages/packaging/version.py` named
+    the title's frame, `InvalidVersion in __init__`, where app.py's call was the place).
+    The path is read from the workdir down: a workdir that itself lies in a `lib/python3.11`
+    folder keeps its code."""
+    if not _inside(file, workdir):
+        return False
+    below = Path(file).resolve().relative_to(workdir).as_posix()
+    return _LIBRARY_PATH.search("/" + below) is None

@@ -248,13 +248,15 @@ def pack(
             # The files of the run folder and the manifest's command line name the
             # sender's paths as report.md does (`<home>`, `<venv>`, `<user>`:
             # report/paths.py), in the one pass that masks their secrets; the spec, the
-            # carried files and repro.py are what a rerun runs, and keep their own.
+            # carried files and repro.py are what a rerun runs, and keep their own, but
+            # for the spec's comment lines, which no rerun reads (capture's `# It ran with
+            # --python /home/alice/...` carried the home path the rest named `<home>`).
             named = PathNames.for_bundle(run.paths)
             manifest["command_line"] = named.shorten(run.command_line)
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             spec_text = redactor.spec_text(run.spec_text)
             replaced = _replaced(run.spec_text, spec_text, redactor, sources.document)
-            _add_text(tar, top / "tree" / spec_rel, spec_text)
+            _add_text(tar, top / "tree" / spec_rel, _comments_named(spec_text, named))
             count += 2
             for folder in tree.empty_workdirs([spec_rel, *carried]):
                 # A workdir no carried file is in (the command names only `../raises.py`)
@@ -262,10 +264,12 @@ def pack(
                 _add_folder(tar, top / "tree" / folder)
             for path in run_folder.top_files:
                 if path.is_file():
-                    shown: PathNames | _ReportNames | None = named
+                    shown: PathNames | _ReportNames | _SpecNames | None = named
                     if path == run_folder.report_md:
                         shown = _ReportNames(named, f"tree/{spec_rel}", archive)
-                    elif path in (run_folder.spec_yaml, run_folder.repro_py):
+                    elif path == run_folder.spec_yaml:
+                        shown = _SpecNames(named)  # what a rerun runs, but its comments
+                    elif path == run_folder.repro_py:
                         shown = None  # what a rerun runs, as it ran
                     _add_file(tar, top / path.name, path, redactor, shown)
                     count += 1
@@ -693,14 +697,37 @@ class _ReportNames:
         start = marked.line_offset if marked else 0
         kept = range(start, start + marked.text.count("\n")) if marked else range(0)
         shown = [
-            line
+            _comment_named(line, self._names)
             if at in kept
             else _for_recipient(_logs_linked(self._names.shorten(line)), self._archive)
             for at, line in enumerate(lines)
         ]
         if marked is not None and shown[0].startswith("<!-- reprospec:spec "):
-            shown[0] = marker_line(marked.text, self._spec)
+            # The digest of the block as packed: its comments' paths are named too.
+            shown[0] = marker_line(_comments_named(marked.text, self._names), self._spec)
         return "\n".join(shown).encode("utf-8", "surrogateescape")
+
+
+class _SpecNames:
+    """The run folder's spec.yaml as packed: as it ran, its comment lines' paths named."""
+
+    def __init__(self, names: PathNames) -> None:
+        self._names = names
+
+    def data(self, data: bytes) -> bytes:
+        text = data.decode("utf-8", "surrogateescape")
+        return _comments_named(text, self._names).encode("utf-8", "surrogateescape")
+
+
+def _comments_named(text: str, names: PathNames) -> str:
+    """A spec's text with the paths of its whole-line comments named as `names` does: a
+    comment is no part of what a rerun runs (a value's trailing `# ...` is left: where a
+    value ends is YAML's to say)."""
+    return "\n".join(_comment_named(line, names) for line in text.split("\n"))
+
+
+def _comment_named(line: str, names: PathNames) -> str:
+    return names.shorten(line) if line.lstrip().startswith("#") else line
 
 
 # An interrupted run's report tells its reader to `--resume` it: the banner's command and
@@ -736,7 +763,7 @@ def _add_file(
     name: PurePosixPath,
     path: Path,
     redactor: Redactor,
-    paths: PathNames | _ReportNames | None = None,
+    paths: PathNames | _ReportNames | _SpecNames | None = None,
 ) -> None:
     # Read through the path's target: the archive holds contents, never a link. Files are
     # at most _LOG_FILE_BYTES (logs): read whole, to be masked (and their paths named).

@@ -96,3 +96,41 @@ def test_a_bundle_names_the_senders_home_and_user_as_report_md_does(
     assert "same spec" in compared.stdout, compared.stdout
     assert "same environment" in compared.stdout, compared.stdout
     assert "no cell changed" in compared.stdout, compared.stdout
+
+
+def test_a_specs_comments_name_the_senders_home_as_the_rest_does(tmp_path: Path, cli: Cli) -> None:
+    # Capture's header `# It ran with --python /home/alice/proj/.venv/bin/python` was packed
+    # as written into tree/, spec.yaml and the spec report.md embeds, where everything else
+    # named the home `<home>`: a comment is no part of what a rerun runs.
+    home = tmp_path / "home" / USER
+    project = home / "proj"
+    project.mkdir(parents=True)
+    python = project / ".venv" / "bin" / "python"
+    spec = f"# It ran with --python {python}, whose packages it pins.\n" + SPEC.replace(
+        'environment:\n  env: {DATA: "%s/data.csv"}\n', ""
+    )
+    (project / "s.yaml").write_text(spec)
+    (project / "boom.py").write_text(BOOM.replace(', "data", os.environ["DATA"]', ""))
+    env = {"HOME": str(home)}
+    store = tmp_path / "store"
+    ran = cli("run", "s.yaml", "--out", str(store), env=env, cwd=project)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store), env=env)
+    assert packed.code == 0, packed.stderr
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    (copy,) = unpacked.iterdir()
+    for name in ("tree/s.yaml", "spec.yaml", "report.md"):
+        text = (copy / name).read_text()
+        assert USER not in text, name
+        assert "# It ran with --python <home>/proj/.venv/bin/python, whose" in text, name
+    # The spec's own lines are as they ran, and report.md's digest is of the block as
+    # packed: it reruns, as the archive does.
+    assert (copy / "tree" / "s.yaml").read_text().split("\n")[1:] == spec.split("\n")[1:]
+    again = tmp_path / "again"
+    for rerun in (copy / "report.md", archive):
+        reran = cli("run", str(rerun), "--yes", "--out", str(again), env=env, cwd=tmp_path)
+        assert reran.code == 0, reran.stdout + reran.stderr
+        assert "1/1 cell reproduced" in reran.stdout + reran.stderr
