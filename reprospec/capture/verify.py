@@ -253,6 +253,16 @@ def verify(
                 if done.back or check(found.names).back:
                     needed = found.names
                     lines.append(_needs(found, _subject(signature)))
+                    if control is not None and not done.back:
+                        # The copy's failing cell missed beside the control: an attempt with
+                        # them set not chosen for coming back, which the rate must count.
+                        ran.append((frozenset(found.names), done))
+                        beside = sum(1 for a in done.control if same_as(a, "pass"))
+                        control, no_control = _control(draft, found, signature, ran, again, beside)
+                        if control is None:
+                            draft = replace(draft, control=None)
+                            spec_path.write_text(render_spec(draft), encoding="utf-8")
+                            done = check(found.names, copy=True)
                     if no_control:
                         after.append(no_control)
                     came_back_here = True  # it came back with them, in the copy or the workdir
@@ -413,7 +423,20 @@ def verify(
                 if with_control.back:
                     done = with_control
                 else:
-                    after.append(_missed_beside_control(control.names, with_control, signature))
+                    # The failing cell's miss is an attempt with them set that was not chosen
+                    # for coming back: the rate it gives may make the passes no control.
+                    tested.append((frozenset(relevant), with_control))
+                    beside = sum(1 for a in with_control.control if same_as(a, "pass"))
+                    again_control, why = _control(
+                        draft, found_relevant, signature, tested, again, beside
+                    )
+                    if again_control is None:
+                        draft = replace(draft, control=None)
+                        spec_path.write_text(render_spec(draft), encoding="utf-8")
+                        said = _needs(found_relevant)  # (no control cell to vary beside)
+                        after.append(why)
+                    else:
+                        after.append(_missed_beside_control(control.names, with_control, signature))
             else:
                 spec_path.write_text(render_spec(draft), encoding="utf-8")
                 after.append(_no_control(control.names, with_control))
@@ -451,6 +474,7 @@ def _control(
     signature: str,
     ran: Iterable[tuple[frozenset[str], Rerun]],
     again: str = "",
+    control_passes: int = 0,
 ) -> tuple[Control | None, str]:
     """A control cell for the variables `found` (writer.Control), where a rerun without
     all of them passed: every attempt a clean pass; else None and the line that says why
@@ -471,6 +495,12 @@ def _control(
         return None, ""
     values = {line.name: line.value for line in draft.env if not line.commented}
     axes = {axis.name for axis in draft.matrix} | {CONTROL_AXIS}
+    shared = [n for n in names if [control_axis(m) for m in names].count(control_axis(n)) > 1]
+    if shared:
+        # (Mode and MODE: one axis `mode`, both lines reading it, the failing cell ran
+        # MODE=a Mode=a where the shell set MODE=b, and the failure needing both missed)
+        why = f"{_names(shared)} would share the matrix axis `{control_axis(shared[0])}`"
+        return None, _no_control_why(names, why)
     for name in names:
         value, axis = values.get(name), control_axis(name)
         if not isinstance(value, str) or "${{" in value:
@@ -496,7 +526,9 @@ def _control(
         return None, _no_control_why(names, why)
     with_them = [a for kept, rerun in runs if set(names) <= kept for a in rerun.attempts]
     failed = sum(1 for a in with_them if same_as(a, signature))
-    passes = sum(len(r.attempts) for r in passed)
+    # (`control_passes`: the verify's control cell's, with them empty, asked again once the
+    # failing cell beside it missed)
+    passes = sum(len(r.attempts) for r in passed) + control_passes
     if with_them and failed < len(with_them):
         rate = failed / len(with_them)
         if (1 - rate) ** passes >= CONTROL_CHANCE:
