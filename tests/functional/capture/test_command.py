@@ -1830,7 +1830,10 @@ def test_two_needed_variables_whose_axes_would_be_one_get_no_control_cell(
     result = capture(cli, workdir, "python", "prog.py", env={"Mode": "a", "MODE": "b"})
     assert "MODE, Mode would share the matrix axis `mode`" in result.stdout, result.stdout
     assert "verdict reproduced" in result.stdout, result.stdout
-    env = spec_document(workdir)["environment"]["env"]
+    environment = spec_document(workdir)["environment"]
+    assert isinstance(environment, dict)
+    env = environment["env"]
+    assert isinstance(env, dict)
     assert (env["Mode"], env["MODE"]) == ("a", "b"), env
 
 
