@@ -477,6 +477,10 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
     if not isinstance(matrix, dict):
         return
     rest = json.dumps({k: v for k, v in document.items() if k != "matrix"})
+    if _WHOLE_MATRIX.search(rest):
+        # `${{ matrix }}` renders the whole cell (its JSON): every axis and key is read
+        # without its name (a program that loads its cell as JSON and reads `records`).
+        return
     entries = json.dumps({k: matrix[k] for k in ("include", "exclude") if k in matrix})
     for axis in [k for k in matrix if k not in ("include", "exclude")]:
         # `${{ matrix.AXIS }}` in any field, or AXIS as a key (a case's `when`, an entry).
@@ -488,6 +492,10 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
         # No axis and no `include` entry left: no matrix. A matrix of `include` entries
         # alone is its cells (it was dropped, and the spec read axes it no longer had).
         document.pop("matrix")
+
+
+# An expression that reads the matrix whole, not one of its names: `${{ matrix }}`.
+_WHOLE_MATRIX = re.compile(r"\$\{\{[^}]*\bmatrix\b(?!\s*\.)[^}]*\}\}")
 
 
 def _drop_unread_entry_keys(matrix: dict[str, Any], rest: str) -> None:

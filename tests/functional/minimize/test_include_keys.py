@@ -64,3 +64,52 @@ def test_an_include_key_the_minimized_command_no_longer_reads_leaves_the_entries
         "include": [{"setup": "full", "bad": True}, {"setup": "small", "bad": False}],
     }
     assert "records" not in data["cell_after"], data["cell_after"]
+
+
+WHOLE_PROGRAM = """\
+import json, sys
+cell = json.loads(sys.argv[1])
+if cell.get("records") == 2000:
+    raise ValueError("bad export")
+print("fine")
+"""
+
+WHOLE_SPEC = """\
+reprospec: 1
+name: export-pair
+matrix:
+  setup: [full, small]
+  include:
+    - {setup: full, records: 2000}
+    - {setup: small, records: 100}
+command: python job.py '${{ matrix }}'
+run:
+  timeout: 30s
+expect:
+  outcome: error
+  exception: ValueError
+  cases:
+    - {when: {setup: small}, outcome: pass}
+"""
+
+
+def test_a_command_reading_the_matrix_whole_keeps_every_key(tmp_path: Path) -> None:
+    # `${{ matrix }}` renders the cell as JSON: `records` is read without its name. It left
+    # the entries, and the minimized spec no longer failed (exit 1, "did not fail").
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "job.py").write_text(WHOLE_PROGRAM, encoding="utf-8")
+    (work / "spec.yaml").write_text(WHOLE_SPEC, encoding="utf-8")
+    result = tmp_path / "result"
+    argv = [
+        sys.executable, "-m", "reprospec", "minimize", str(work / "spec.yaml"),
+        "--format", "json", "--out", str(tmp_path / "out"), "-o", str(result),
+        "--budget", "30",
+    ]  # fmt: skip
+    code, _, stderr = json_verb(argv, timeout=300)
+    assert code == 0, stderr
+    document = load_spec(str(result / "minimized.yaml")).document
+    assert document["matrix"] == {
+        "setup": ["full", "small"],
+        "include": [{"setup": "full", "records": 2000}, {"setup": "small", "records": 100}],
+    }
