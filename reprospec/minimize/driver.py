@@ -728,10 +728,10 @@ def confirm_dir(
         added = tuple(str(name) for name in stored.get("added") or ())
         dropped = tuple(str(name) for name in stored.get("dropped") or ())
         unlisted = tuple(str(name) for name in stored.get("unlisted") or ())
-        wrote = tuple(str(name) for name in stored.get("written") or ())
-        if added or dropped or unlisted or wrote:
-            left = replace(found, added=added, dropped=dropped, unlisted=unlisted, written=wrote)
-            found = write(left, spec, workdir)
+        if added or dropped or unlisted:
+            found = write(
+                replace(found, added=added, dropped=dropped, unlisted=unlisted), spec, workdir
+            )
         found = replace(
             found,
             unconfirmed=str(stored.get("unconfirmed") or ""),
@@ -750,7 +750,6 @@ def confirm_dir(
     # is then blamed on files, else on chance first.
     missing_seen = False
     with environ.changed({RECORD_IMPORTS_VAR: "1"}):  # the child records what it opens
-        since = time.time()  # a file of DIR changed after it the rerun wrote (_written)
         run, agrees, hung = _rerun_dir(found, options, parallel, cancel)
         # As capture's verify: a program stops at its first missing file, so the next
         # one shows in the next rerun.
@@ -762,25 +761,11 @@ def confirm_dir(
                 break
             missing_seen = True
             found = write(replace(found, added=(*found.added, *lacking)), spec, workdir)
-            since = time.time()
             run, agrees, hung = _rerun_dir(found, options, parallel, cancel)
         if agrees and not run.interrupted:
-            wrote = _written(found, since)
             found, stopped = _drop_unread(
                 found, files.reads(run, output), options, parallel, cancel, spec, workdir
             )
-            if wrote and not stopped:
-                found, stopped = _checked_without(
-                    found, replace(found, written=wrote), options, parallel, cancel, spec, workdir
-                )
-                for name in found.written:
-                    # Written again by the check's own rerun: DIR holds the program's inputs.
-                    (output / name).unlink(missing_ok=True)
-                    for folder in (output / name).parents:
-                        if folder == output or not folder.is_relative_to(output):
-                            break
-                        with contextlib.suppress(OSError):  # not empty: another file's
-                            folder.rmdir()
             if stopped:
                 return replace(found, interrupted=True)
     if run.interrupted:
@@ -810,7 +795,6 @@ def confirm_dir(
                     "added": list(found.added),
                     "dropped": list(found.dropped),
                     "unlisted": list(found.unlisted),
-                    "written": list(found.written),
                     "asked": asked,
                 }
             )
@@ -928,31 +912,6 @@ def _refuse_dir_check(out: Path, why: str, output: Path, other: object) -> NoRet
         f"--out {out}: cannot be written ({why}), and the check of -o {output} runs "
         f"its minimized.yaml, whose attempts are stored there: {again}"
     )
-
-
-def _written(found: Minimized, since: float) -> tuple[str, ...]:
-    """The files DIR carries for the program's naming them (`files`, not its Python files
-    nor those its rerun read that DIR lacked) that DIR's rerun wrote over since `since`:
-    the program's output, not its input, as capture leaves out what the program wrote and
-    read back (datafiles.read_files). A load that rebuilt its cache/ named `"cache"`, and
-    minimized.yaml listed cache/index.json, copied from the workdir's last run."""
-    from reprospec import api
-    from reprospec.minimize.report import SPEC_NAME
-
-    out = found.output
-    listed = api.load_spec(out / SPEC_NAME, files=False).document.get("files")  # as _rerun_dir's
-    own = {path for path, _ in found.result.program.files}
-    wrote: list[str] = []
-    for name in listed if isinstance(listed, list) else ():
-        if not isinstance(name, str) or name in own or name in found.added:
-            continue
-        path = out / name
-        try:
-            if not path.is_symlink() and path.is_file() and path.stat().st_mtime >= since:
-                wrote.append(name)
-        except OSError:
-            continue
-    return tuple(wrote)
 
 
 def _drop_unread(

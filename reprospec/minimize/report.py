@@ -116,11 +116,6 @@ class Minimized:
     # result never opened): left out of DIR and of minimized.yaml's `files`, DIR checked
     # again without them (named.unread_listed, driver._drop_unread).
     unlisted: tuple[str, ...] = ()
-    # The files DIR carried for the result's naming them that DIR's rerun wrote itself (a
-    # cache/ the program rebuilds, named by its `"cache"`): its output, not its input, as
-    # capture leaves such files out; left out of DIR and of minimized.yaml's `files`, DIR
-    # checked again without them (driver._written).
-    written: tuple[str, ...] = ()
     # The failing cell as minimized.yaml names it: the axes it no longer has left out
     # (`native=true`, where the original's was `input=records.csv,limit=50,native=true`).
     cell_after: str = ""
@@ -186,15 +181,13 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
     named = Carried()
-    left = frozenset((*found.unlisted, *found.written))
     if not program.workload:
         # The store too (the search's folder is OUT/minimize/ID): `--out` in the workdir.
         skip = {out.resolve(), found.folder.resolve(), found.folder.parents[1].resolve()}
-        named = copy_named(workdir, out, program, spec, skip=skip, leave=left)
+        named = copy_named(workdir, out, program, spec, skip=skip, leave=frozenset(found.unlisted))
         found = replace(found, linked=named.linked)
-        for name in sorted(left):
-            # Copied by an earlier write of this DIR (before its check), or by a folder the
-            # result names (`"cache"`) whose file the program writes: gone now.
+        for name in found.unlisted:
+            # Copied by an earlier write of this DIR (before its check): gone now.
             (out / name).unlink(missing_ok=True)
     for name in found.added:
         if not (workdir / name).is_file():
@@ -213,19 +206,12 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     reset = found.settings.reset if found.settings else ()
     # The settings step was kept only where this spec expects the failure in the reduced
     # cell (`not_the_reduced_cell`, asked before the program was minimized there).
-    carried = (*(name for name in named.names if name not in left), *found.added)
+    carried = (*named.names, *found.added)
     spec_path.write_text(
         _commented(
             spec,
             _provenance(found),
-            _spec_text(
-                spec,
-                program,
-                reset,
-                workdir,
-                carried,
-                (*found.dropped, *found.unlisted, *found.written),
-            ),
+            _spec_text(spec, program, reset, workdir, carried, (*found.dropped, *found.unlisted)),
             out,
         ),
         encoding="utf-8",
@@ -693,7 +679,6 @@ def to_dict(found: Minimized) -> JsonObject:
         "added": list(found.added),
         "dropped": list(found.dropped),
         "unlisted": list(found.unlisted),
-        "written": list(found.written),
         "linked": [{"file": name, "target": target} for name, target in found.linked],
         "search_preload": list(found.search_preload) if found.search_preload is not None else None,
         "message_before": found.message_before,
@@ -965,12 +950,6 @@ def sentence(found: Minimized) -> str:
         if found.unlisted
         else ""
     )
-    written = (
-        f"; DIR leaves out {plural(len(found.written), 'file')} its rerun wrote itself (the "
-        f"program's output, not its input): {', '.join(found.written)}"
-        if found.written
-        else ""
-    )
     linked = (
         "; DIR links, not copies, the spec's files linked into the workdir from elsewhere: "
         + ", ".join(f"{name} (a link to {target})" for name, target in found.linked)
@@ -979,7 +958,7 @@ def sentence(found: Minimized) -> str:
     )
     return (
         f"{head} in {plural(attempts(found), 'attempt')} ({r.status}); {_fails_as(found)}, "
-        f"{_passing_checked(found)}{tail}{added}{dropped}{unlisted}{written}{linked}{missed}"
+        f"{_passing_checked(found)}{tail}{added}{dropped}{unlisted}{linked}{missed}"
     )
 
 
