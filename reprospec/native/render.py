@@ -47,6 +47,7 @@ _RUNTIME = Lazy(
 )
 # The calls a process waits for its child in (`wait4 (libc.so.6)`: dash's, bash's, make's).
 _WAITS = frozenset({"wait4", "waitpid", "waitid", "wait", "wait3"})
+_HANDLER_WAITS = _WAITS | {"pause", "sigsuspend", "sigwait", "sigwaitinfo", "sigtimedwait"}
 # A shell's line in the report's list where it only waits for its child (`shell_waiting`).
 SHELL_WAITING = "the shell, waiting for its child in"
 # Frames that only deliver the signal: the crash itself is below them.
@@ -370,12 +371,16 @@ def _interrupted(thread: Thread) -> Thread:
     # (`read_none`, `agrees`) load this module and need none of stacks.py.
     from reprospec.native.stacks import hang_rank
 
-    for index in range(len(thread.frames) - 1, -1, -1):
-        if thread.frames[index].signal_handler:
-            if hang_rank([f.symbol for f in thread.frames[:index]]) != _RUNS:
-                return thread
-            return replace(thread, frames=thread.frames[index + 1 :])
-    return thread
+    frames = thread.frames
+    # Innermost first: a handler our stop entered may sit on top of one that waits.
+    while (index := next((i for i, f in enumerate(frames) if f.signal_handler), None)) is not None:
+        handler = frames[:index]
+        if hang_rank([f.symbol for f in handler]) != _RUNS or any(
+            _is_libc(f) and f.symbol.lstrip("_") in _HANDLER_WAITS for f in handler
+        ):
+            break
+        frames = frames[index + 1 :]
+    return replace(thread, frames=frames)
 
 
 def waits_on_a_descriptor(stacks: NativeStacks) -> bool:

@@ -90,6 +90,7 @@ def _pipes(pid: int, peers: Callable[[], Mapping[int, int] | None]) -> Pipes | N
         return None
     reads: set[int] = set()
     writes: set[int] = set()
+    mounts = _Mounts(pid)
     others: list[tuple[int, int]] = []  # sockets no Unix one: (fd, inode)
     ids: dict[int, int] = {}  # each descriptor's pipe or socket id
     for name in names:
@@ -99,7 +100,7 @@ def _pipes(pid: int, peers: Callable[[], Mapping[int, int] | None]) -> Pipes | N
             continue  # closed since the listing
         found = _INODE.match(link)
         if found is None or not name.isdigit():
-            if not _inert(f"{folder}/{name}", link):
+            if not _inert(pid, name, link, mounts):
                 return None
             continue
         fd, inode = int(name), int(found.group(2))
@@ -137,20 +138,75 @@ def _pipes(pid: int, peers: Callable[[], Mapping[int, int] | None]) -> Pipes | N
     return Pipes(reads=tuple(sorted(reads)), writes=tuple(sorted(writes)))
 
 
-def _inert(path: str, link: str) -> bool:
-    """Whether the descriptor at `path` (its link `link`), neither a pipe nor a socket, is
+def _inert(pid: int, name: str, link: str, mounts: _Mounts) -> bool:
+    """Whether descriptor `name` of `pid` (its link `link`), neither a pipe nor a socket, is
     one nothing below may feed: a regular file, a directory, a character device but a pty's
     master. An allowlist: a FIFO, an eventfd, an epoll, any kind not named is not. A
-    descriptor closed since the listing (its `stat` fails) is none of the process's."""
+    descriptor closed since the listing (its `stat` fails) is none of the process's.
+
+    The `stat` follows the link into its file system, asked only of a local one
+    (`_LOCAL_FS`): a FUSE file's daemon in the stopped tree never answers it (the engine
+    waited for good, the attempt's tree left stopped), nor may a network mount's server."""
     if not link.startswith("/"):
         return False  # anon_inode:[eventfd], [eventpoll], [pidfd], net:[...]: not followed
+    if not name.isdigit() or mounts.fstype(int(name)) not in _LOCAL_FS:
+        return False
     try:
-        mode = os.stat(path).st_mode  # noqa: PTH116 - the open file, through /proc's link
+        mode = os.stat(f"/proc/{pid}/fd/{name}").st_mode  # noqa: PTH116 - through the link
     except OSError:
         return True
     if stat.S_ISCHR(mode):
         return not link.endswith(_PTY_MASTER)
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+# File systems whose `stat` no process of the stopped tree answers (FUSE's, a network
+# mount's are left out: `_inert`).
+_LOCAL_FS = frozenset(
+    {
+        "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "ramfs", "overlay",
+        "devtmpfs", "devpts", "proc", "sysfs", "cgroup", "cgroup2", "mqueue", "hugetlbfs",
+        "squashfs", "erofs", "iso9660", "vfat", "exfat",
+    }
+)  # fmt: skip
+_MNT_ID = Lazy(r"^mnt_id:\s*(\d+)$")
+
+
+class _Mounts:
+    """The file system type of a process's descriptors (fdinfo's `mnt_id`, its
+    mountinfo's type), mountinfo read once, at the first asked."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._types: dict[int, str] | None = None
+
+    def fstype(self, fd: int) -> str:
+        """The type of the file system `fd` is open on; "" where it cannot be read."""
+        try:
+            info = read_proc(f"/proc/{self._pid}/fdinfo/{fd}").decode("ascii", "replace")
+        except OSError:
+            return ""
+        found = next((m for m in map(_MNT_ID.match, info.splitlines()) if m), None)
+        if found is None:
+            return ""
+        if self._types is None:
+            self._types = _mount_types(self._pid)
+        return self._types.get(int(found.group(1)), "")
+
+
+def _mount_types(pid: int) -> dict[int, str]:
+    """Each mount id of `pid`'s mount namespace and its file system type (mountinfo: the id
+    first, the type after the ` - ` that ends the optional fields)."""
+    try:
+        text = read_proc(f"/proc/{pid}/mountinfo").decode("utf-8", "replace")
+    except OSError:
+        return {}
+    types: dict[int, str] = {}
+    for line in text.splitlines():
+        head, sep, tail = line.partition(" - ")
+        if sep and head.split(" ", 1)[0].isdigit() and tail:
+            types[int(head.split(" ", 1)[0])] = tail.split(" ", 1)[0]
+    return types
 
 
 def _readable(pid: int, fd: int) -> bool:

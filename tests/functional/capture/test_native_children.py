@@ -347,3 +347,168 @@ def test_a_launcher_waiting_on_a_descriptor_not_followed_gives_way_to_its_child(
     _, (attempt,) = _attempts(cli, work, "./unf")
     assert attempt["outcome"]["hung_native"] == "clock_nanosleep@libc<-main@nap", attempt["outcome"]
     assert attempt["outcome"]["hung_process"] == "./nap", attempt["outcome"]
+
+
+# A FUSE daemon (the raw /dev/fuse protocol) serving one file mnt/f, which forks ./fusefd: it
+# opens mnt/f, then waits on a pipe of its own beside a sleeping ./nap.
+_FUSE_DAEMON = """\
+import ctypes, os, struct, sys
+here = os.path.dirname(os.path.abspath(__file__)); mnt = os.path.join(here, "mnt")
+fd = os.open("/dev/fuse", os.O_RDWR)
+libc = ctypes.CDLL(None, use_errno=True)
+opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+if libc.mount(b"revfuse", mnt.encode(), b"fuse", 0, opts) != 0:
+    sys.exit("mount: errno %d" % ctypes.get_errno())
+if os.fork() == 0:
+    os.execl("./fusefd", "./fusefd")
+def attr(node):
+    mode, size = (0o40755, 0) if node == 1 else (0o100644, 5)
+    return struct.pack("=QQQQQQIIIIIIIIII", node, size, 0, 0, 0, 0, 0, 0, 0, mode, 1, 0, 0, 0,
+                       4096, 0)
+def reply(unique, err=0, body=b""):
+    os.write(fd, struct.pack("=IiQ", 16 + len(body), -err if err else 0, unique) + body)
+while True:
+    data = os.read(fd, 1 << 20)
+    ln, op, unique, node = struct.unpack_from("=IIQQ", data)
+    arg = data[40:ln]
+    if op == 26:  # INIT
+        reply(unique, 0, struct.pack("=IIIIHHI", 7, 22, 0, 0, 16, 12, 4096))
+    elif op == 1:  # LOOKUP
+        if node == 1 and arg.split(b"\\0")[0] == b"f":
+            reply(unique, 0, struct.pack("=QQQQII", 2, 0, 0, 0, 0, 0) + attr(2))
+        else:
+            reply(unique, 2)
+    elif op == 3:  # GETATTR, its answer never cached: every stat asks the daemon
+        reply(unique, 0, struct.pack("=QII", 0, 0, 0) + attr(node))
+    elif op in (14, 27):  # OPEN, OPENDIR
+        reply(unique, 0, struct.pack("=QII", 0, 0, 0))
+    elif op == 15:  # READ
+        reply(unique, 0, b"hello")
+    elif op in (2, 36):  # FORGET, INTERRUPT: no reply
+        pass
+    elif op in (18, 25, 29):  # RELEASE, FLUSH, RELEASEDIR
+        reply(unique)
+    else:
+        reply(unique, 38)
+"""
+
+_FUSE_READER = """\
+#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    int f = open("mnt/f", O_RDONLY), fds[2];
+    if (f < 0 || pipe(fds) != 0) return 1;
+    if (fork() == 0) { execl("./nap", "./nap", (char *)0); _exit(127); }
+    char c;
+    return (int)read(fds[0], &c, 1);
+}
+"""
+
+
+def _can_mount_fuse() -> bool:
+    """Whether this machine lets a test mount FUSE in a mount namespace of its own (root,
+    /dev/fuse, unshare): CI's container may not."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0 or not Path("/dev/fuse").exists() or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"], check=False)
+    return probe.returncode == 0
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.skipif(not _can_mount_fuse(), reason="no FUSE mount in a namespace of its own here")
+def test_a_hung_tree_holding_a_file_its_own_fuse_daemon_serves_is_read_without_asking_it(
+    tmp_path: Path,
+) -> None:
+    # The pipes' reading of a stopped tree stat'ed each descriptor's file (0117885d): a FUSE
+    # file's stat waits for its daemon, stopped with the tree, for good: the engine never
+    # ended, its attempt's tree left stopped (a review). A FUSE file is not stat'ed: the
+    # reader's pipes are not known, and the hang is placed as before.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    work = tmp_path / "fuse"
+    built(work, "nap", _NAP)
+    built(work, "fusefd", _FUSE_READER)
+    (work / "mnt").mkdir()
+    (work / "srv.py").write_text(_FUSE_DAEMON)
+    (work / "spec.yaml").write_text(
+        "reprospec: 1\nname: fuse\ncommand: python3 srv.py\nrun: {timeout: 3s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": root}
+    argv = ["unshare", "-m", "--propagation", "private", sys.executable, "-m", "reprospec"]
+    engine = subprocess.Popen(
+        [*argv, "run", "spec.yaml", "--out", str(tmp_path / "out")],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = engine.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(engine.pid, signal.SIGKILL)
+        for proc in Path("/proc").iterdir():  # the attempt's tree, left stopped
+            try:
+                if proc.name.isdigit() and (proc / "cwd").readlink() == work:
+                    os.kill(int(proc.name), signal.SIGKILL)
+            except OSError:
+                pass
+        engine.communicate()
+        pytest.fail("the engine did not end: it waited on the FUSE daemon it had stopped")
+    assert engine.returncode == 0, stdout + stderr
+    assert "hang in <module> (srv.py:" in stderr + stdout, stderr + stdout
+
+
+# hlock's deadlocked SIGALRM handler in a parent that also has a child and a SIGCHLD handler:
+# the runner's stop of the child enters that handler on top of the deadlock (NEST), or a
+# SIGALRM handler that waits (blocking) for its child that hangs (WAIT).
+_HANDLERS = """\
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pid_t child;
+static void on_alarm(int s) {
+    (void)s;
+    if (WAIT) { waitpid(child, 0, 0); return; }
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+}
+static void chld(int s) { (void)s; }
+int main(void) {
+    if (!WAIT) signal(SIGCHLD, chld);
+    signal(SIGALRM, on_alarm);
+    child = fork();
+    if (child == 0) { execl("./nap", "./nap", (char *)0); _exit(127); }
+    if (!WAIT) pthread_mutex_lock(&m);
+    alarm(1);
+    for (;;) pause();
+}
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not native.can_read(), reason="neither eu-stack nor gdb is installed")
+@pytest.mark.parametrize("wait", [0, 1], ids=["nested", "waitpid"])
+def test_a_handler_that_waits_is_read_under_one_the_stop_entered(
+    cli: Cli, tmp_path: Path, wait: int
+) -> None:
+    # The handlers were peeled from the outermost: a SIGCHLD handler the stop entered on top of
+    # a deadlocked SIGALRM handler was named (`chld@hs`); and a handler waiting in waitpid was
+    # taken for code that runs, main's pause named (a late review of a19f5d29).
+    work = tmp_path / "hs"
+    built(work, "nap", _NAP)
+    built(work, "hs", _HANDLERS, f"-DWAIT={wait}")
+    _, (attempt,) = _attempts(cli, work, "./hs")
+    place = attempt["outcome"]["hung_native"]
+    if wait:
+        assert place == "clock_nanosleep@libc<-main@nap", attempt["outcome"]
+    else:
+        assert place.endswith("<-on_alarm@hs"), attempt["outcome"]
