@@ -696,8 +696,9 @@ class _ReportNames:
         lines = text.split("\n")
         start = marked.line_offset if marked else 0
         kept = range(start, start + marked.text.count("\n")) if marked else range(0)
+        comments = {start + at for at in _comment_lines(marked.text)} if marked else set()
         shown = [
-            _comment_named(line, self._names)
+            (self._names.shorten(line) if at in comments else line)
             if at in kept
             else _for_recipient(_logs_linked(self._names.shorten(line)), self._archive)
             for at, line in enumerate(lines)
@@ -723,11 +724,33 @@ def _comments_named(text: str, names: PathNames) -> str:
     """A spec's text with the paths of its whole-line comments named as `names` does: a
     comment is no part of what a rerun runs (a value's trailing `# ...` is left: where a
     value ends is YAML's to say)."""
-    return "\n".join(_comment_named(line, names) for line in text.split("\n"))
+    comments = _comment_lines(text)
+    return "\n".join(
+        names.shorten(line) if at in comments else line for at, line in enumerate(text.split("\n"))
+    )
 
 
-def _comment_named(line: str, names: PathNames) -> str:
-    return names.shorten(line) if line.lstrip().startswith("#") else line
+def _comment_lines(text: str) -> set[int]:
+    """The lines of a spec's `text` (0-based) that are whole-line comments, as YAML reads
+    them: a `#` line inside a block scalar (`command: |` holding a heredoc's `# /home/...`,
+    a `#!` line) is the value's, what a rerun runs, and was named as a comment, the
+    recipient's command changed. None where the text does not scan: nothing is named."""
+    import yaml
+
+    try:
+        tokens = list(yaml.scan(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return set()
+    inside: set[int] = set()
+    for token in tokens:
+        if isinstance(token, yaml.ScalarToken):
+            end = token.end_mark  # (at a line's start where a block scalar ends before it)
+            inside.update(range(token.start_mark.line, end.line + (end.column > 0)))
+    return {
+        at
+        for at, line in enumerate(text.split("\n"))
+        if line.lstrip().startswith("#") and at not in inside
+    }
 
 
 # An interrupted run's report tells its reader to `--resume` it: the banner's command and

@@ -134,3 +134,44 @@ def test_a_specs_comments_name_the_senders_home_as_the_rest_does(tmp_path: Path,
         reran = cli("run", str(rerun), "--yes", "--out", str(again), env=env, cwd=tmp_path)
         assert reran.code == 0, reran.stdout + reran.stderr
         assert "1/1 cell reproduced" in reran.stdout + reran.stderr
+
+
+def test_a_hash_line_inside_a_block_value_is_the_command_s_and_packed_as_it_ran(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # Every line starting with `#` was named as a comment: a heredoc's `# /home/alice/proj`
+    # inside `command: |` became `# <home>/proj`, and the recipient's command wrote another
+    # file (exit 3 where the sender's exited 1; a late review). YAML says what a comment is.
+    home = tmp_path / "home" / USER
+    project = home / "proj"
+    project.mkdir(parents=True)
+    spec = (
+        "reprospec: 1\nname: heredoc\n"
+        f"# my note: the data lives in {project}/data\n"
+        "command: |\n"
+        "  cat > check.txt <<'X'\n"
+        f"  # {project}\n"
+        "  X\n"
+        f"  grep -qx '# {project}' check.txt || exit 3\n"
+        "  exit 1\n"
+        "expect:\n  outcome: error\n  exit_code: 1\n"
+    )
+    (project / "s.yaml").write_text(spec)
+    env = {"HOME": str(home)}
+    store = tmp_path / "store"
+    ran = cli("run", "s.yaml", "--out", str(store), env=env, cwd=project)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store), env=env)
+    assert packed.code == 0, packed.stderr
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    (copy,) = unpacked.iterdir()
+    for name in ("tree/s.yaml", "spec.yaml", "report.md"):
+        text = (copy / name).read_text()
+        assert "# my note: the data lives in <home>/proj/data" in text, name
+        assert f"  # {project}\n" in text, name  # the heredoc's line, as it ran
+    reran = cli("run", str(archive), "--yes", "--out", str(tmp_path / "again"), cwd=tmp_path)
+    assert reran.code == 0, reran.stdout + reran.stderr
+    assert "1/1 cell reproduced" in reran.stdout + reran.stderr
