@@ -937,8 +937,16 @@ def _good_end_fails(good: str, bad: str) -> str:
 
 def _untestable_good_end(versions: Sequence[str], trials: Mapping[str, Trial]) -> str:
     """The next step where the good end cannot be tested: the version nearest it that ran
-    (the oldest release that installs, as far as the search saw), else any that installs."""
+    (the oldest release that installs, as far as the search saw) where it passed, else any
+    that installs. One that ran and reproduced is said so, never given as the good end: the
+    search would refuse it (`the good end reproduces too`) and point back at this one."""
     ran = next((v for v in versions[1:] if trials[v].attempts), None)
+    if ran is not None and ran != versions[-1] and trials[ran].matched:
+        return (
+            f"; the {'day' if _is_day(versions[0]) else 'version'} nearest it that could be "
+            f"tested, {ran}, reproduces: the failure came with {ran} or before it, which "
+            "cannot be tested here"
+        )
     if _is_day(versions[0]):
         start = f"--by-date {ran}..{versions[-1]}" if ran and ran != versions[-1] else None
         return f"; the day nearest it that could be tested is {ran}: {start}" if start else ""

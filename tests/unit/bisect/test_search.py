@@ -152,9 +152,12 @@ def test_a_good_end_that_cannot_be_tested_is_refused_when_the_search_comes_to_it
     calls: list[tuple[str, int]] = []
     result = bisect(VERSIONS, oracle_for(1, broken={0}, calls=calls))
     assert result.status == "refused"
+    # 1.1 reproduced: given as the good end (91aa4624), the search refused it ("the good end
+    # reproduces too: give an older --good") and pointed back at 1.0 (a late review).
     assert result.reason == (
         "the good end 1.0 cannot be tested: no wheel for this Python; the version nearest "
-        "it that could be tested is 1.1: give --good 1.1"
+        "it that could be tested, 1.1, reproduces: the failure came with 1.1 or before it, "
+        "which cannot be tested here"
     )
     assert calls[-1][0] == "1.0"
 
