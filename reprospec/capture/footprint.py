@@ -983,8 +983,18 @@ def _own_code(file: str, workdir: Path) -> bool:
     an environment there (`.venv/lib/python3.11/site-packages/packaging/version.py` named
     the title's frame, `InvalidVersion in __init__`, where app.py's call was the place).
     The path is read from the workdir down: a workdir that itself lies in a `lib/python3.11`
-    folder keeps its code."""
+    folder keeps its code; and only where an environment's root lies between (a venv's
+    `pyvenv.cfg`, a conda env's `conda-meta`): a project's own `lib/python3.11/myapp/core.py`,
+    put on sys.path by hand, is its code."""
     if not _inside(file, workdir):
         return False
-    below = Path(file).resolve().relative_to(workdir).as_posix()
-    return _LIBRARY_PATH.search("/" + below) is None
+    path = Path(file).resolve()
+    below = path.relative_to(workdir).as_posix()
+    if _LIBRARY_PATH.search("/" + below) is None:
+        return True
+    folder = path.parent
+    while folder != workdir and workdir in folder.parents:
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            return False
+        folder = folder.parent
+    return True

@@ -105,3 +105,25 @@ def test_a_shell_python_not_taken_is_said_every_time(cli: Cli, tmp_path: Path) -
         f"{sys.executable}, not {shell_bin / 'python'}, which your shell runs: "
         f"pass --python {shell_bin / 'python'} to run that one"
     ) in result.stdout, result.stdout
+
+
+def test_a_projects_own_code_under_a_lib_python_folder_is_its_code(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The title took any frame under `lib/python3.X/` or `site-packages/` in the workdir for a
+    # library's: a project's own `lib/python3.11/myapp/core.py`, put on sys.path by hand, no
+    # environment's root above it, was passed over for main.py's call (a late review).
+    work = tmp_path / "tl"
+    (work / "lib" / "python3.11" / "myapp").mkdir(parents=True)
+    (work / "lib" / "python3.11" / "myapp" / "__init__.py").write_text("")
+    (work / "lib" / "python3.11" / "myapp" / "core.py").write_text(
+        "def parse(s):\n    return int(s)\n"
+    )
+    (work / "app.py").write_text(
+        "import sys\nsys.path.insert(0, 'lib/python3.11')\nfrom myapp.core import parse\n"
+        "parse('x')\n"
+    )
+    _capture(cli, work, "--no-verify")
+    assert load_spec(str(work / "spec.yaml")).document["title"] == (
+        "app.py: ValueError in parse (lib/python3.11/myapp/core.py:2)"
+    )
