@@ -65,7 +65,7 @@ def shell_python(argv: Sequence[str], python: str | None) -> ShellPython | None:
         return None
     words = list(argv)
     at = program_start(words)
-    if at is None or at >= len(words) or any(ENV_PROGRAM.match(w) for w in words[:at]):
+    if at is None or at >= len(words) or _path_changed(words[:at]):
         return None
     program = words[at]
     if "/" in program or not is_python(program):
@@ -96,6 +96,22 @@ def _ours(path: str) -> bool:
     `/usr/bin/python3.11` is another)."""
     here = Path(sys.executable)
     return Path(path).parent == here.absolute().parent and Path(path).resolve() == here.resolve()
+
+
+def _path_changed(before: Sequence[str]) -> bool:
+    """Whether the words before the program change how its name is found: `PATH=...`, or
+    `env` told to clear or split its environment (`-i`, `-S`, `-P`). An `env FOO=1` or
+    `env -u FOO` does not: it was taken for one that did, and the PATH's venv python was not run."""
+    if any(word.startswith("PATH=") for word in before):
+        return True
+    at = next((i for i, word in enumerate(before) if ENV_PROGRAM.match(word)), None)
+    if at is None:
+        return False
+    return any(
+        word in ("-", "--ignore-environment", "--split-string")
+        or (word.startswith("-") and not word.startswith("--") and set(word[1:]) & set("iSP"))
+        for word in before[at + 1 :]
+    )
 
 
 def _environments(path: str) -> bool:

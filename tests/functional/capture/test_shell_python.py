@@ -127,3 +127,22 @@ def test_a_projects_own_code_under_a_lib_python_folder_is_its_code(
     assert load_spec(str(work / "spec.yaml")).document["title"] == (
         "app.py: ValueError in parse (lib/python3.11/myapp/core.py:2)"
     )
+
+
+def test_an_env_prefix_that_keeps_the_path_still_runs_the_shells_venv(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture -- env FOO=1 python app.py` with a venv activated: any `env` before the program
+    # was read as one setting its PATH, and reprospec's own interpreter ran, silently.
+    work = _workdir_venv(tmp_path)
+    activated = {
+        "PATH": os.pathsep.join([str(work / ".venv" / "bin"), os.environ.get("PATH", "")]),
+        "VIRTUAL_ENV": str(work / ".venv"),
+    }
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--no-verify", "--",
+        "env", "FOO=1", "python", "app.py", cwd=work, env=activated,
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert "packages it imported: nu-only-pkg==1.2.3" in result.stdout, result.stdout
+    assert "`python` in the command ran .venv/bin/python, your shell's" in result.stdout
