@@ -189,6 +189,17 @@ def test_a_path_entry_whose_metadata_build_fails_fails_doctor(cli: Cli, tmp_path
         assert check["todo"].startswith("fix the build of ./mypkg "), check
 
 
+def _git_project(folder: Path) -> str:
+    """`folder` committed as a git repository: its `git+file://` URL."""
+    git = ("git", "-C", str(folder))
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run(
+        [*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
+    )
+    return f"git+{folder.as_uri()}"
+
+
 def test_a_url_entry_whose_build_fails_blames_no_path_beside_it(cli: Cli, tmp_path: Path) -> None:
     """A `git+file://` entry whose build raises beside one healthy path entry: uv names
     neither, and the one path, never asked alone, was said to fail (`could not build
@@ -196,13 +207,7 @@ def test_a_url_entry_whose_build_fails_blames_no_path_beside_it(cli: Cli, tmp_pa
     blamed: the failure is the list's, the build's own words quoted."""
     _path_project(tmp_path / "good", _HALF_BUILT.replace("halfbuilt", "good"))
     _path_project(tmp_path / "gitbad", 'raise RuntimeError("FOO_HOME is not set")\n')
-    git = ("git", "-C", str(tmp_path / "gitbad"))
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run(
-        [*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
-    )
-    url = f"git+{(tmp_path / 'gitbad').as_uri()}"
+    url = _git_project(tmp_path / "gitbad")
     (tmp_path / "index").mkdir()
     env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
     (tmp_path / "s.yaml").write_text(
@@ -227,13 +232,7 @@ def test_a_path_entry_blamed_beside_a_failing_url_entry_is_quoted_its_own_failur
     where the whole list's output, the URL entry's (FOO_HOME), was quoted as the path's."""
     _path_project(tmp_path / "bar", 'raise RuntimeError("BAR_HOME is not set")\n')
     _path_project(tmp_path / "gitbad", 'raise RuntimeError("FOO_HOME is not set")\n')
-    git = ("git", "-C", str(tmp_path / "gitbad"))
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run(
-        [*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
-    )
-    url = f"git+{(tmp_path / 'gitbad').as_uri()}"
+    url = _git_project(tmp_path / "gitbad")
     (tmp_path / "index").mkdir()
     env = {**uv_environment(), "UV_INDEX_URL": (tmp_path / "index").as_uri()}
     (tmp_path / "s.yaml").write_text(
